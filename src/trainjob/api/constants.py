@@ -1,0 +1,106 @@
+"""Names, labels and values shared with upstream Kubeflow Trainer (spelled exactly as upstream)."""
+
+from __future__ import annotations
+
+GROUP = "trainer.kubeflow.org"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+TRAINJOB_KIND = "TrainJob"
+TRAINING_RUNTIME_KIND = "TrainingRuntime"
+CLUSTER_TRAINING_RUNTIME_KIND = "ClusterTrainingRuntime"
+
+# Label on a replicatedJob's template.metadata tying it to a part of the TrainJob spec.
+LABEL_ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+ANCESTOR_DATASET_INITIALIZER = "dataset-initializer"
+ANCESTOR_MODEL_INITIALIZER = "model-initializer"
+ANCESTOR_TRAINER = "trainer"
+ANCESTORS = (ANCESTOR_DATASET_INITIALIZER, ANCESTOR_MODEL_INITIALIZER, ANCESTOR_TRAINER)
+
+# Required container name per ancestor.
+CONTAINER_DATASET_INITIALIZER = "dataset-initializer"
+CONTAINER_MODEL_INITIALIZER = "model-initializer"
+CONTAINER_NODE = "node"
+REQUIRED_CONTAINER = {
+    ANCESTOR_DATASET_INITIALIZER: CONTAINER_DATASET_INITIALIZER,
+    ANCESTOR_MODEL_INITIALIZER: CONTAINER_MODEL_INITIALIZER,
+    ANCESTOR_TRAINER: CONTAINER_NODE,
+}
+
+JOB_NODE = "node"
+JOB_LAUNCHER = "launcher"
+JOB_DATASET_INITIALIZER = "dataset-initializer"
+JOB_MODEL_INITIALIZER = "model-initializer"
+
+INITIALIZER_VOLUME = "initializer"
+DATASET_MOUNT_PATH = "/workspace/dataset"
+MODEL_MOUNT_PATH = "/workspace/model"
+ENV_STORAGE_URI = "STORAGE_URI"
+
+LABEL_FRAMEWORK = "trainer.kubeflow.org/framework"
+LABEL_SUPPORT = "trainer.kubeflow.org/support"
+SUPPORT_DEPRECATED = "deprecated"
+LABEL_WEBHOOK_VALIDATION = "trainer.kubeflow.org/webhook-validation"
+
+CONTAINER_TRAINER_PORT = 29500
+
+MANAGED_BY_TRAINER = "trainer.kubeflow.org/trainjob-controller"
+MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+# JobSet labels and pod annotations the plan relies on.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOB_COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+JOB_COMPLETION_INDEX_FIELD = f"metadata.annotations['{JOB_COMPLETION_INDEX_ANNOTATION}']"
+
+# Torch
+TORCH_ENV_NUM_NODES = "PET_NNODES"
+TORCH_ENV_NUM_PROC_PER_NODE = "PET_NPROC_PER_NODE"
+TORCH_ENV_NODE_RANK = "PET_NODE_RANK"
+TORCH_ENV_MASTER_ADDR = "PET_MASTER_ADDR"
+TORCH_ENV_MASTER_PORT = "PET_MASTER_PORT"
+TORCH_RESERVED_ENVS = (
+    TORCH_ENV_NUM_NODES,
+    TORCH_ENV_NUM_PROC_PER_NODE,
+    TORCH_ENV_NODE_RANK,
+    TORCH_ENV_MASTER_ADDR,
+    TORCH_ENV_MASTER_PORT,
+)
+
+# MPI
+MPI_IMPL_OPENMPI = "OpenMPI"
+MPI_IMPL_INTEL = "Intel"
+MPI_IMPL_MPICH = "MPICH"
+MPI_SSH_AUTH_VOLUME = "mpi-ssh-auth"
+MPI_HOSTFILE_VOLUME = "mpi-hostfile"
+MPI_HOSTFILE_DIR = "/etc/mpi"
+MPI_HOSTFILE_NAME = "hostfile"
+OPENMPI_ENV_HOSTFILE = "OMPI_MCA_orte_default_hostfile"
+OPENMPI_ENV_RSH_ARGS = "OMPI_MCA_plm_rsh_args"
+OPENMPI_ENV_KEEP_FQDN = "OMPI_MCA_orte_keep_fqdn_hostnames"
+OPENMPI_ENV_DEFAULT_SLOTS = "OMPI_MCA_orte_set_default_slots"
+MPI_RESERVED_ENVS = (
+    OPENMPI_ENV_HOSTFILE,
+    OPENMPI_ENV_RSH_ARGS,
+    OPENMPI_ENV_KEEP_FQDN,
+    OPENMPI_ENV_DEFAULT_SLOTS,
+)
+
+# XGBoost / JAX
+XGBOOST_RESERVED_ENVS = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
+
+# Conditions
+CONDITION_SUSPENDED = "Suspended"
+CONDITION_COMPLETE = "Complete"
+CONDITION_FAILED = "Failed"
+REASON_SUSPENDED = "Suspended"
+REASON_RESUMED = "Resumed"
+REASON_RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
+REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"
+MESSAGE_SUSPENDED = "TrainJob is suspended"
+MESSAGE_RESUMED = "TrainJob is resumed"
+MESSAGE_DEADLINE_EXCEEDED = "TrainJob exceeded its active deadline"
+
+# Scheduling
+COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+VOLCANO_POD_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"

@@ -1,0 +1,147 @@
+"""The Kubernetes core/v1 and batch/v1 types that TrainJobs and runtimes embed.
+
+Only the fields trainjob reads are typed; every other field is kept as the user wrote it
+(``K8sModel`` allows extras), so a pod template survives a round trip unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from trainjob.api.base import K8sModel
+
+Quantity = str | int | float
+
+
+class OwnerReference(K8sModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(K8sModel):
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+
+
+class LocalObjectReference(K8sModel):
+    name: str | None = None
+
+
+class EnvVar(K8sModel):
+    name: str
+    value: str | None = None
+    value_from: dict[str, Any] | None = None
+
+
+class EnvFromSource(K8sModel):
+    prefix: str | None = None
+    config_map_ref: dict[str, Any] | None = None
+    secret_ref: dict[str, Any] | None = None
+
+
+class ContainerPort(K8sModel):
+    container_port: int
+    name: str | None = None
+    protocol: str | None = None
+    host_port: int | None = None
+
+
+class VolumeMount(K8sModel):
+    name: str
+    mount_path: str
+    read_only: bool | None = None
+    sub_path: str | None = None
+
+
+class ResourceRequirements(K8sModel):
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+    claims: list[dict[str, Any]] | None = None
+
+
+class Container(K8sModel):
+    name: str
+    image: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    working_dir: str | None = None
+    env: list[EnvVar] | None = None
+    env_from: list[EnvFromSource] | None = None
+    ports: list[ContainerPort] | None = None
+    resources: ResourceRequirements | None = None
+    volume_mounts: list[VolumeMount] | None = None
+
+
+class Volume(K8sModel):
+    name: str
+
+
+class Toleration(K8sModel):
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
+class PodSpec(K8sModel):
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] | None = None
+    volumes: list[Volume] | None = None
+    service_account_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    tolerations: list[Toleration] | None = None
+    scheduling_gates: list[dict[str, Any]] | None = None
+    image_pull_secrets: list[LocalObjectReference] | None = None
+    security_context: dict[str, Any] | None = None
+    priority_class_name: str | None = None
+    restart_policy: str | None = None
+    overhead: dict[str, Quantity] | None = None
+    termination_grace_period_seconds: int | None = None
+
+
+class PodTemplateSpec(K8sModel):
+    metadata: ObjectMeta | None = None
+    spec: PodSpec = Field(default_factory=PodSpec)
+
+
+class JobSpec(K8sModel):
+    parallelism: int | None = None
+    completions: int | None = None
+    backoff_limit: int | None = None
+    completion_mode: str | None = None
+    active_deadline_seconds: int | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+
+
+class JobTemplateSpec(K8sModel):
+    metadata: ObjectMeta | None = None
+    spec: JobSpec = Field(default_factory=JobSpec)
+
+
+class Condition(K8sModel):
+    """metav1.Condition."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int | None = None

@@ -1,0 +1,159 @@
+"""Parse manifests (dicts or YAML) into API models, turning pydantic errors into field errors.
+
+Every problem in a document is reported with its Kubernetes field path, never as a traceback:
+``spec.trainer.numNodes: Invalid value: "two": must be an integer``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from trainjob.api import constants as c
+from trainjob.api.jobset import JobSet
+from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
+from trainjob.errors import ErrorType, FieldError, InvalidError
+
+Manifest: TypeAlias = TrainJob | TrainingRuntime | ClusterTrainingRuntime | JobSet
+
+KINDS: dict[str, type[BaseModel]] = {
+    c.TRAINJOB_KIND: TrainJob,
+    c.TRAINING_RUNTIME_KIND: TrainingRuntime,
+    c.CLUSTER_TRAINING_RUNTIME_KIND: ClusterTrainingRuntime,
+    "JobSet": JobSet,
+}
+_API_VERSIONS = {
+    c.TRAINJOB_KIND: c.API_VERSION,
+    c.TRAINING_RUNTIME_KIND: c.API_VERSION,
+    c.CLUSTER_TRAINING_RUNTIME_KIND: c.API_VERSION,
+    "JobSet": "jobset.x-k8s.io/v1alpha2",
+}
+
+_MESSAGES = {
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "string_type": "must be a string",
+    "bool_type": "must be a boolean",
+    "bool_parsing": "must be a boolean",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "float_type": "must be a number",
+}
+
+
+def path_of(loc: tuple[int | str, ...], prefix: str = "") -> str:
+    """A pydantic ``loc`` as a Kubernetes field path: ``spec.trainer.env[0].name``."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "int", "function-after[", "union") or "[" in str(part):
+            continue  # union branch markers
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def field_errors(err: ValidationError, prefix: str = "") -> list[FieldError]:
+    """Convert a pydantic error into field errors, one per problem, deduplicated by path."""
+    out: list[FieldError] = []
+    seen: set[str] = set()
+    for e in err.errors(include_url=False):
+        path = path_of(e["loc"], prefix)
+        if path in seen:
+            continue
+        seen.add(path)
+        t = e["type"]
+        if t == "missing":
+            out.append(FieldError.required(path, ""))
+        elif t == "extra_forbidden":
+            field = path.rsplit(".", 1)[-1]
+            out.append(
+                FieldError(
+                    ErrorType.FORBIDDEN,
+                    path,
+                    f"unknown field {field!r}; check its spelling against the "
+                    f"trainer.kubeflow.org/v1alpha1 API".replace("'", '"'),
+                )
+            )
+        elif t == "literal_error":
+            expected = e.get("ctx", {}).get("expected", "")
+            out.append(FieldError.invalid(path, e.get("input"), f"must be {expected}"))
+        else:
+            msg = _MESSAGES.get(t, e["msg"][0].lower() + e["msg"][1:])
+            out.append(FieldError.invalid(path, _printable(e.get("input")), msg))
+    return out
+
+
+def _printable(value: Any) -> Any:
+    if isinstance(value, dict | list | str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+def parse(doc: Any, source: str = "") -> Manifest:
+    """One manifest dict -> its model. Raises InvalidError naming every bad field."""
+    if not isinstance(doc, dict):
+        raise InvalidError(
+            [
+                FieldError.invalid(
+                    "<root>", _printable(doc), "must be a Kubernetes object (a YAML mapping)"
+                )
+            ]
+        )
+    kind = doc.get("kind")
+    if kind not in KINDS:
+        raise InvalidError([FieldError.not_supported("kind", kind, sorted(KINDS))])
+    api_version = doc.get("apiVersion")
+    if api_version is not None and api_version != _API_VERSIONS[kind]:
+        raise InvalidError(
+            [FieldError.not_supported("apiVersion", api_version, [_API_VERSIONS[kind]])]
+        )
+    name = ""
+    meta = doc.get("metadata")
+    if isinstance(meta, dict):
+        name = str(meta.get("name") or "")
+    try:
+        return KINDS[kind].model_validate(doc)  # type: ignore[return-value]
+    except ValidationError as e:
+        group = c.GROUP if kind != "JobSet" else "jobset.x-k8s.io"
+        raise InvalidError(field_errors(e), f"{kind}.{group}", name) from None
+
+
+def load_documents(text: str, source: str = "<stdin>") -> list[Any]:
+    """YAML (one or more documents) or JSON text -> raw documents, empty ones dropped."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise InvalidError(
+            [FieldError.invalid(source, f"<yaml>{where}", f"cannot parse YAML: {problem}")]
+        ) from None
+    flat: list[Any] = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
+            flat.extend(d["items"])
+        elif isinstance(d, list):
+            flat.extend(d)
+        else:
+            flat.append(d)
+    return flat
+
+
+def load_file(path: str | Path) -> list[Manifest]:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InvalidError(
+            [FieldError.invalid("-f", str(path), f"cannot read file: {e.strerror}")]
+        ) from None
+    return [parse(d, str(path)) for d in load_documents(text, str(path))]

@@ -1,0 +1,331 @@
+"""Validation of TrainJobs and runtimes: the CRD schema and CEL rules, with upstream's messages.
+
+The same rules are written into the CRDs (``trainjob.api.crd``) so the apiserver enforces them too;
+here they run without a cluster (``trainjob plan``, the local backend, the webhooks).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from trainjob.api import constants as c
+from trainjob.api.base import to_dict
+from trainjob.api.core import EnvVar
+from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.errors import FieldError
+
+RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
+QUALIFIED_PATH = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+MANAGED_BY_VALUES = (c.MANAGED_BY_TRAINER, c.MANAGED_BY_MULTIKUEUE)
+MAX_ENV = 128
+MAX_COMMAND = 128
+MAX_IMAGE = 500
+MAX_STORAGE_URI = 2048
+MAX_PATCHES = 16
+
+
+def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldError]:
+    """Object-level and spec-level rules of the TrainJob CRD (upstream v2.3)."""
+    errs: list[FieldError] = []
+    name = tj.metadata.name
+    if not name and not tj.metadata.generate_name:
+        errs.append(FieldError.required("metadata.name", "name or generateName is required"))
+    elif name:
+        if not RFC1035_LABEL.match(name):
+            errs.append(
+                FieldError.invalid(
+                    "metadata.name", name, "metadata.name must match RFC 1035 DNS label format"
+                )
+            )
+        if len(name) > 63:
+            errs.append(
+                FieldError.invalid(
+                    "metadata.name", name, "metadata.name must be no more than 63 characters"
+                )
+            )
+    spec = tj.spec
+    ref = spec.runtime_ref
+    if not ref.name:
+        errs.append(FieldError.required("spec.runtimeRef.name", "must specify a runtime name"))
+    elif len(ref.name) > 253:
+        errs.append(FieldError.too_long("spec.runtimeRef.name", ref.name, 253))
+    if ref.kind not in (None, c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND):
+        errs.append(
+            FieldError.not_supported(
+                "spec.runtimeRef.kind",
+                ref.kind,
+                [c.CLUSTER_TRAINING_RUNTIME_KIND, c.TRAINING_RUNTIME_KIND],
+            )
+        )
+    if spec.managed_by is not None and spec.managed_by not in MANAGED_BY_VALUES:
+        errs.append(
+            FieldError.invalid(
+                "spec.managedBy",
+                spec.managed_by,
+                "ManagedBy must be trainer.kubeflow.org/trainjob-controller or "
+                "kueue.x-k8s.io/multikueue if set",
+            )
+        )
+    if spec.active_deadline_seconds is not None and spec.active_deadline_seconds < 1:
+        errs.append(
+            FieldError.invalid(
+                "spec.activeDeadlineSeconds",
+                spec.active_deadline_seconds,
+                "should be greater than or equal to 1",
+            )
+        )
+    tr = spec.trainer
+    if tr is not None:
+        if tr.num_nodes is not None and tr.num_nodes < 0:
+            errs.append(
+                FieldError.invalid(
+                    "spec.trainer.numNodes", tr.num_nodes, "should be greater than or equal to 0"
+                )
+            )
+        if isinstance(tr.num_proc_per_node, int) and tr.num_proc_per_node < 1:
+            errs.append(
+                FieldError.invalid(
+                    "spec.trainer.numProcPerNode",
+                    tr.num_proc_per_node,
+                    "numProcPerNode must be greater than or equal to 1",
+                )
+            )
+        if tr.image is not None and len(tr.image) > MAX_IMAGE:
+            errs.append(FieldError.too_long("spec.trainer.image", tr.image, MAX_IMAGE))
+        for fld, values in (("command", tr.command), ("args", tr.args)):
+            if values is not None and len(values) > MAX_COMMAND:
+                errs.append(FieldError.too_many(f"spec.trainer.{fld}", len(values), MAX_COMMAND))
+        errs.extend(_validate_env("spec.trainer.env", tr.env))
+    init = spec.initializer
+    if init is not None:
+        for part, cfg in (("dataset", init.dataset), ("model", init.model)):
+            if cfg is None:
+                continue
+            path = f"spec.initializer.{part}"
+            uri = cfg.storage_uri
+            if uri is not None:
+                if len(uri) > MAX_STORAGE_URI:
+                    errs.append(FieldError.too_long(f"{path}.storageUri", uri, MAX_STORAGE_URI))
+                elif uri != "" and not URI.match(uri):
+                    errs.append(
+                        FieldError.invalid(
+                            f"{path}.storageUri",
+                            uri,
+                            "storageUri may be empty, or it must be a valid URI (scheme://...)",
+                        )
+                    )
+            errs.extend(_validate_env(f"{path}.env", cfg.env))
+    patches = spec.runtime_patches or []
+    if len(patches) > MAX_PATCHES:
+        errs.append(FieldError.too_many("spec.runtimePatches", len(patches), MAX_PATCHES))
+    seen: set[str] = set()
+    for i, p in enumerate(patches):
+        path = f"spec.runtimePatches[{i}].manager"
+        if p.manager in seen:
+            errs.append(FieldError.duplicate(f"spec.runtimePatches[{i}]", {"manager": p.manager}))
+        seen.add(p.manager)
+        errs.extend(validate_domain_prefixed_path(path, p.manager))
+    if old is not None:
+        errs.extend(_validate_immutable(old, tj))
+    return errs
+
+
+def _validate_env(path: str, env: Sequence[EnvVar] | None) -> list[FieldError]:
+    if not env:
+        return []
+    errs: list[FieldError] = []
+    if len(env) > MAX_ENV:
+        errs.append(FieldError.too_many(path, len(env), MAX_ENV))
+    names: set[str] = set()
+    for i, e in enumerate(env):
+        n = getattr(e, "name", "")
+        if not n:
+            errs.append(FieldError.required(f"{path}[{i}].name", ""))
+        elif n in names:
+            errs.append(FieldError.duplicate(f"{path}[{i}]", {"name": n}))
+        names.add(n)
+    return errs
+
+
+def validate_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
+    """Kubernetes ``IsDomainPrefixedPath``: ``example.com/manager``."""
+    if not value:
+        return [FieldError.required(path, "")]
+    if len(value) > 253:
+        return [FieldError.too_long(path, value, 253)]
+    host, sep, rest = value.partition("/")
+    if not sep or not rest:
+        return [
+            FieldError.invalid(
+                path, value, 'must be a domain-prefixed path (such as "acme.io/foo")'
+            )
+        ]
+    if not DNS1123_SUBDOMAIN.match(host):
+        return [
+            FieldError.invalid(
+                path,
+                host,
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                "'-' or '.', and must start and end with an alphanumeric character",
+            )
+        ]
+    if not re.match(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$", rest):
+        return [FieldError.invalid(path, rest, "Invalid path")]
+    return []
+
+
+def _validate_immutable(old: TrainJob, new: TrainJob) -> list[FieldError]:
+    errs: list[FieldError] = []
+    checks: tuple[tuple[str, Any, Any], ...] = (
+        ("spec.runtimeRef", old.spec.runtime_ref, new.spec.runtime_ref),
+        ("spec.initializer", old.spec.initializer, new.spec.initializer),
+        ("spec.trainer", old.spec.trainer, new.spec.trainer),
+        (
+            "spec.activeDeadlineSeconds",
+            old.spec.active_deadline_seconds,
+            new.spec.active_deadline_seconds,
+        ),
+        ("spec.managedBy", old.spec.managed_by, new.spec.managed_by),
+    )
+    for path, a, b in checks:
+        if a != b:
+            errs.append(
+                FieldError.invalid(
+                    path, to_dict(b) if hasattr(b, "model_dump") else b, "field is immutable"
+                )
+            )
+    return errs
+
+
+def validate_runtime_ref(tj: TrainJob, runtime: Runtime) -> list[FieldError]:
+    """The runtime handed in is the one ``spec.runtimeRef`` names."""
+    ref = tj.spec.runtime_ref
+    errs: list[FieldError] = []
+    if ref.api_group not in (None, c.GROUP):
+        errs.append(
+            FieldError.invalid(
+                "spec.runtimeRef", to_dict(ref), f"unsupported runtime: {ref.kind}.{ref.api_group}"
+            )
+        )
+    if (ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND) != runtime.kind:
+        errs.append(
+            FieldError.invalid(
+                "spec.runtimeRef.kind",
+                ref.kind,
+                f"must be {runtime.kind} to use runtime {runtime.metadata.name}",
+            )
+        )
+    if runtime.metadata.name and ref.name != runtime.metadata.name:
+        errs.append(
+            FieldError.invalid("spec.runtimeRef.name", ref.name, f"must be {runtime.metadata.name}")
+        )
+    return errs
+
+
+def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[FieldError]:
+    """The runtime admission rules (upstream TrainingRuntime/ClusterTrainingRuntime webhooks + CEL)."""
+    errs: list[FieldError] = []
+    if not rt.metadata.name:
+        errs.append(FieldError.required("metadata.name", "name or generateName is required"))
+    policy = rt.spec.ml_policy
+    if policy is not None:
+        set_policies = [n for n in ("torch", "mpi", "jax", "xgboost", "flux") if getattr(policy, n)]
+        if len(set_policies) > 1:
+            errs.append(
+                FieldError.invalid(
+                    "spec.mlPolicy", to_dict(policy), "Only one of the policy can be configured"
+                )
+            )
+        if policy.num_nodes is not None and policy.num_nodes < 1:
+            errs.append(
+                FieldError.invalid(
+                    "spec.mlPolicy.numNodes",
+                    policy.num_nodes,
+                    "should be greater than or equal to 1",
+                )
+            )
+        if policy.torch is not None:
+            npp = policy.torch.num_proc_per_node
+            if npp is not None and not (
+                (isinstance(npp, int) and npp > 0) or npp in ("auto", "cpu", "gpu")
+            ):
+                errs.append(
+                    FieldError.invalid(
+                        "spec.mlPolicy.torch.numProcPerNode",
+                        npp,
+                        "NumProcPerNode must be equal to auto, cpu, gpu, or int value",
+                    )
+                )
+            if policy.num_nodes is not None and policy.torch.elastic_policy is not None:
+                errs.append(
+                    FieldError.invalid(
+                        "spec.mlPolicy",
+                        to_dict(policy),
+                        "numNodes should not be set if torch.elasticPolicy is configured",
+                    )
+                )
+            inj = policy.torch.env_injection
+            for i, t in enumerate((inj.targets or []) if inj else []):
+                p = f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames"
+                if not 1 <= len(t.container_names) <= 8:
+                    errs.append(FieldError.invalid(p, t.container_names, "must have 1 to 8 items"))
+                if c.CONTAINER_NODE in t.container_names:
+                    errs.append(
+                        FieldError.invalid(
+                            p, t.container_names, "must not contain the node container"
+                        )
+                    )
+        if policy.mpi is not None:
+            mpi = policy.mpi
+            if mpi.num_proc_per_node is not None and mpi.num_proc_per_node < 1:
+                errs.append(
+                    FieldError.invalid(
+                        "spec.mlPolicy.mpi.numProcPerNode",
+                        mpi.num_proc_per_node,
+                        "numProcPerNode must be greater than or equal to 1",
+                    )
+                )
+            if mpi.mpi_implementation not in (None, "", c.MPI_IMPL_OPENMPI):
+                errs.append(
+                    FieldError.not_supported(
+                        "spec.mlPolicy.mpi.mpiImplementation",
+                        mpi.mpi_implementation,
+                        [c.MPI_IMPL_OPENMPI],
+                    )
+                )
+    pgp = rt.spec.pod_group_policy
+    if pgp is not None and pgp.coscheduling is not None and pgp.volcano is not None:
+        errs.append(
+            FieldError.invalid(
+                "spec.podGroupPolicy", to_dict(pgp), "Only one of the policy can be configured"
+            )
+        )
+    rjobs = rt.spec.template.spec.replicated_jobs or []
+    names: set[str] = set()
+    for i, rj in enumerate(rjobs):
+        base = f"spec.template.spec.replicatedJobs[{i}]"
+        if rj.name in names:
+            errs.append(FieldError.duplicate(f"{base}.name", rj.name))
+        names.add(rj.name)
+        labels = (rj.template.metadata.labels or {}) if rj.template.metadata else {}
+        ancestor = labels.get(c.LABEL_ANCESTOR)
+        if ancestor not in c.ANCESTORS:
+            continue
+        if rj.replicas is not None and rj.replicas != 1:
+            errs.append(FieldError.invalid(f"{base}.replicas", rj.replicas, "always must be 1"))
+        containers = rj.template.spec.template.spec.containers
+        required = c.REQUIRED_CONTAINER[ancestor]
+        if not any(ctr.name == required for ctr in containers):
+            errs.append(
+                FieldError.invalid(
+                    f"{base}.template.spec.template.spec.containers",
+                    [ctr.name for ctr in containers],
+                    f"must contain the required container for the ancestor: {ancestor}",
+                )
+            )
+    return errs

@@ -1,0 +1,156 @@
+"""``compile`` and ``validate``: TrainJob + runtime -> Plan, or the field errors that prevent it.
+
+Both are pure. ``compile`` validates first and raises :class:`trainjob.errors.InvalidError` with every
+problem found; ``validate`` returns the list instead (the admission webhook and ``trainjob plan``
+print it kubectl-style).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainjob.api import constants as c
+from trainjob.api import legacy, validation
+from trainjob.api.base import to_dict
+from trainjob.api.trainer import Runtime, RuntimePatch, TrainJob
+from trainjob.errors import FieldError, InvalidError
+from trainjob.runtime import smp
+from trainjob.runtime.framework import Framework
+from trainjob.runtime.info import Info, PodSet
+from trainjob.runtime.plan import Plan
+from trainjob.runtime.plugins import REGISTRY
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Inputs that are not part of the TrainJob or the runtime.
+
+    ``ssh_private_key``/``ssh_public_key``: the MPI key pair the executor generated (the compiler
+    itself draws no randomness). Without them the MPI Secret is planned with empty data and the
+    executor must fill it before applying.
+    """
+
+    ssh_private_key: str | None = None
+    ssh_public_key: str | None = None
+
+
+_FRAMEWORK: Framework | None = None
+
+
+def framework() -> Framework:
+    global _FRAMEWORK
+    if _FRAMEWORK is None:
+        _FRAMEWORK = Framework.new([factory() for factory in REGISTRY.values()])
+    return _FRAMEWORK
+
+
+def _runtime_spec_dict(runtime: Runtime) -> dict[str, Any]:
+    return to_dict(runtime.spec.template.spec)
+
+
+def build_info(trainjob: TrainJob, runtime: Runtime) -> Info:
+    """Upstream ``newRuntimeInfo``: apply patches, merge resources, make PodSets."""
+    tmpl = runtime.spec.template
+    labels = dict(tmpl.metadata.labels or {}) if tmpl.metadata else {}
+    annotations = dict(tmpl.metadata.annotations or {}) if tmpl.metadata else {}
+    spec = _runtime_spec_dict(runtime)
+    patches: list[RuntimePatch] = legacy.legacy_patches(trainjob.spec) + list(
+        trainjob.spec.runtime_patches or []
+    )
+    if patches:
+        order = [rj.get("name") for rj in spec.get("replicatedJobs") or ()]
+        for patch in patches:
+            ptmpl = patch.training_runtime_spec.template if patch.training_runtime_spec else None
+            if ptmpl is None:
+                continue
+            if ptmpl.metadata is not None:
+                labels.update(ptmpl.metadata.labels or {})
+                annotations.update(ptmpl.metadata.annotations or {})
+            if ptmpl.spec is not None:
+                smp.merge(spec, to_dict(ptmpl.spec))
+        if spec.get("replicatedJobs"):
+            rank = {n: i for i, n in enumerate(order)}
+            spec["replicatedJobs"].sort(key=lambda rj: rank.get(rj.get("name"), len(rank)))
+
+    policy = runtime.spec.ml_policy
+    trainer = trainjob.spec.trainer
+    pod_sets: list[PodSet] = []
+    for rjob in spec.get("replicatedJobs") or ():
+        tmpl_meta = (rjob.get("template") or {}).get("metadata") or {}
+        ancestor = (tmpl_meta.get("labels") or {}).get(c.LABEL_ANCESTOR)
+        job_spec = (rjob.get("template") or {}).get("spec") or {}
+        count = job_spec.get("parallelism") or 1
+        if ancestor == c.ANCESTOR_TRAINER and not (policy and policy.mpi):
+            count = policy.num_nodes if policy and policy.num_nodes is not None else 1
+        ps = PodSet(name=rjob.get("name", ""), ancestor=ancestor, count=count, rjob=rjob)
+        pod_sets.append(ps)
+        if ancestor == c.ANCESTOR_TRAINER and trainer is not None:
+            _apply_trainer(ps, trainjob)
+    return Info(
+        labels=labels,
+        annotations=annotations,
+        ml_policy=policy,
+        pod_group_policy=runtime.spec.pod_group_policy,
+        jobset_spec=spec,
+        pod_sets=pod_sets,
+    )
+
+
+def _apply_trainer(ps: PodSet, trainjob: TrainJob) -> None:
+    """``trainer.image|command|args|resourcesPerNode`` onto container ``node`` of the trainer job."""
+    trainer = trainjob.spec.trainer
+    node = ps.container(c.CONTAINER_NODE)
+    if trainer is None or node is None:
+        return
+    if trainer.image is not None:
+        node["image"] = trainer.image
+    if trainer.command is not None:
+        node["command"] = list(trainer.command)
+    if trainer.args is not None:
+        node["args"] = list(trainer.args)
+    merge_resources(node, trainer)
+
+
+def merge_resources(ctr: dict[str, Any], trainjob_trainer: Any) -> None:
+    """Strategic merge of ``resourcesPerNode`` into a container, key by key (upstream HEAD)."""
+    rpn = trainjob_trainer.resources_per_node
+    if rpn is None:
+        return
+    res = ctr.setdefault("resources", {})
+    for kind in ("limits", "requests"):
+        values = getattr(rpn, kind)
+        if values:
+            res.setdefault(kind, {}).update(values)
+    if rpn.claims:
+        claims = {cl.get("name"): cl for cl in res.get("claims") or ()}
+        for cl in rpn.claims:
+            claims[cl.get("name")] = dict(cl)
+        res["claims"] = list(claims.values())
+
+
+def validate(
+    trainjob: TrainJob, runtime: Runtime | None, old: TrainJob | None = None
+) -> list[FieldError]:
+    """Every field error of ``trainjob`` against ``runtime`` (empty when it compiles)."""
+    errors = validation.validate_trainjob(trainjob, old)
+    if runtime is None:
+        return errors
+    errors.extend(validation.validate_runtime_ref(trainjob, runtime))
+    try:
+        info: Info | None = build_info(trainjob, runtime)
+    except InvalidError as e:
+        errors.extend(e.errors)
+        info = None
+    errors.extend(framework().validate(info, old, trainjob))
+    return errors
+
+
+def compile(trainjob: TrainJob, runtime: Runtime, options: CompileOptions | None = None) -> Plan:
+    """The Plan for ``trainjob`` on ``runtime``; raises InvalidError listing every problem."""
+    errors = validate(trainjob, runtime)
+    if errors:
+        raise InvalidError(errors, c.TRAINJOB_KIND + "." + c.GROUP, trainjob.metadata.name or "")
+    info = build_info(trainjob, runtime)
+    objects = framework().run(info, trainjob, options or CompileOptions())
+    return Plan(tuple(objects))

@@ -1,0 +1,39 @@
+"""Shared pytest options: ``--update-golden`` rewrites the golden files under tests/golden/."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*")
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """``golden(name, text)``: compare text with tests/golden/<name>, as a unified diff."""
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN_DIR / name
+        if update or not path.exists():
+            if not update:
+                pytest.fail(f"missing golden file {path}; run pytest --update-golden to create it")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            return
+        want = path.read_text()
+        if want != text:
+            diff = "".join(
+                difflib.unified_diff(
+                    want.splitlines(True), text.splitlines(True), f"want/{name}", f"got/{name}"
+                )
+            )
+            pytest.fail(f"plan differs from golden file (run --update-golden if intended):\n{diff}")
+
+    return check
