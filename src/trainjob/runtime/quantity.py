@@ -66,7 +66,7 @@ def format_quantity(amount: Fraction | int, binary: bool) -> str:
     if amount == 0:
         return "0"
     sign = "-" if amount < 0 else ""
-    value = Fraction(abs(amount))
+    value = abs(Fraction(amount))
     if binary and value.denominator == 1:
         for suffix, mult in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
             if value % mult == 0:
