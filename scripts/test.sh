@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The test command (README.md, .ci/run): set up, then lint, type-check, check the generated CRDs,
+# and run every test: unit, e2e (real local runs) and integration (real kube-apiserver + etcd).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+
+echo "==> ruff"
+.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff format --check src tests benchmarks
+echo "==> mypy"
+.venv/bin/mypy
+if .venv/bin/python -c "import trainjob.api.crd" 2>/dev/null; then
+  echo "==> CRDs up to date"
+  .venv/bin/python -m trainjob.api.crd --check
+fi
+echo "==> pytest"
+.venv/bin/pytest -q "$@"
