@@ -105,6 +105,8 @@ def _apply_trainer(ps: PodSet, trainjob: TrainJob) -> None:
         return
     if trainer.image is not None:
         node["image"] = trainer.image
+    if node.get("command") is not None:
+        ps.runtime_command = list(node["command"])
     if trainer.command is not None:
         node["command"] = list(trainer.command)
     if trainer.args is not None:

@@ -26,6 +26,8 @@ class PodSet:
     count: int
     rjob: Obj
     endpoints: list[str] = field(default_factory=list)
+    runtime_command: list[str] | None = None
+    """Command of the trainer's ``node`` container as the runtime had it, before ``trainer.command``."""
 
     @property
     def pod_spec(self) -> Obj:
@@ -116,16 +118,20 @@ def container_resources(ctr: Obj | None) -> Obj:
 
 
 def num_gpus(resources: Obj) -> int:
-    """GPUs per node: the first resource whose name contains "gpu", requests before limits."""
+    """GPUs per node (upstream ``GetNumGPUPerNode``): the first resource whose name contains "gpu"
+    in requests, else in limits when requests name none or zero."""
     from trainjob.runtime import quantity
 
     for kind in ("requests", "limits"):
         for name, value in (resources.get(kind) or {}).items():
-            if "gpu" in name:
+            if "gpu" in name.lower():
                 try:
-                    return quantity.ceil_int(value)
+                    count = quantity.ceil_int(value)
                 except quantity.QuantityError:
-                    return 0
+                    count = 0
+                if count > 0:
+                    return count
+                break
     return 0
 
 
