@@ -143,3 +143,33 @@ MESSAGE_DEADLINE_EXCEEDED = "TrainJob exceeded its active deadline"
 COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_POD_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+VOLCANO_PRIORITY_CLASSES_ALWAYS_PRESENT = ("system-cluster-critical", "system-node-critical")
+COSCHEDULING_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
+POD_GROUP_KIND = "PodGroup"
+
+# MPI: the SSH Secret and hostfile ConfigMap the MPI plugin plans, and their volumes.
+MPI_SSH_AUTH_SECRET_SUFFIX = "-mpi-ssh-auth"
+MPI_HOSTFILE_CONFIGMAP_SUFFIX = "-mpi-hostfile"
+SECRET_TYPE_SSH_AUTH = "kubernetes.io/ssh-auth"
+SSH_AUTH_PRIVATE_KEY = "ssh-privatekey"
+MPI_SSH_PUBLIC_KEY = "ssh-publickey"
+MPI_SSH_PRIVATE_KEY_FILE = "id_rsa"
+MPI_SSH_PUBLIC_KEY_FILE = "id_rsa.pub"
+MPI_SSH_AUTHORIZED_KEYS = "authorized_keys"
+MPI_SSH_AUTH_DEFAULT_MODE = 0o400
+MPI_SSH_PRIVATE_KEY_FILE_MODE = 0o640
+MPI_SSH_PUBLIC_KEY_FILE_MODE = 0o644
+MPI_HOSTFILE_MODE = 0o444
+OPENMPI_RSH_ARGS_DEFAULT = "-o ConnectionAttempts=10"
+
+# JAX
+JAX_ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
+JAX_ENV_PROCESS_ID = "JAX_PROCESS_ID"
+JAX_ENV_COORDINATOR_ADDRESS = "JAX_COORDINATOR_ADDRESS"
+
+# XGBoost (names of XGBOOST_RESERVED_ENVS, in the order the plugin sets them)
+XGBOOST_ENV_TRACKER_URI = "DMLC_TRACKER_URI"
+XGBOOST_ENV_TRACKER_PORT = "DMLC_TRACKER_PORT"
+XGBOOST_ENV_TASK_ID = "DMLC_TASK_ID"
+XGBOOST_ENV_NUM_WORKER = "DMLC_NUM_WORKER"
