@@ -1,8 +1,9 @@
 """The ``trainjob`` command line: kubectl-style verbs over the SDK.
 
 Each command group lives in its own module and registers itself on :data:`app`. :func:`main` is the
-one place that maps the exception tree to exit codes: user errors print ``error: ...`` lines on
-stderr and exit 1, with no traceback; anything else is a bug and keeps its traceback.
+one place that maps the exception tree to exit codes: user errors print what kubectl would
+(``error: ...``, or ``The TrainJob "x" is invalid: ...`` with one line per field error) on stderr
+and exit 1, with no traceback; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 
 import typer
 
+from trainjob import __version__
+from trainjob.api import constants as c
 from trainjob.errors import InvalidError, TrainJobError
 
 app = typer.Typer(
@@ -35,15 +38,37 @@ def _register() -> None:
                 raise
 
 
+def invalid_message(err: InvalidError) -> str:
+    """An InvalidError exactly as kubectl prints an apiserver ``Invalid`` status.
+
+    One field error: ``The TrainJob "x" is invalid: spec.trainer.numNodes: Invalid value: ...``.
+    Several: the head line (ending in ``": "``), then one ``* field: ...`` line each; repeated
+    lines are printed once.
+    """
+    kind = err.kind.split(".", 1)[0]
+    head = f'The {kind} "{err.name}" is invalid' if kind or err.name else "The request is invalid"
+    lines = list(dict.fromkeys(str(fe) for fe in err.errors))
+    if not lines:
+        return head + "\n"
+    if len(lines) == 1:
+        return f"{head}: {lines[0]}\n"
+    return f"{head}: \n" + "".join(f"* {line}\n" for line in lines)
+
+
 def report(err: TrainJobError) -> None:
-    """Print a user error kubectl-style: one ``error:`` line, then one line per field error."""
+    """Print a user error on stderr as kubectl would: ``error: ...``, or the ``is invalid`` block."""
     if isinstance(err, InvalidError):
-        head = f'The {err.kind} "{err.name}" is invalid:' if err.kind else "invalid input:"
-        print(f"error: {head}", file=sys.stderr)
-        for fe in err.errors:
-            print(f"* {fe}", file=sys.stderr)
-    else:
-        print(f"error: {err}", file=sys.stderr)
+        sys.stderr.write(invalid_message(err))
+        return
+    msg = str(err)
+    sys.stderr.write(msg if msg.startswith("error: ") else f"error: {msg}")
+    sys.stderr.write("\n")
+
+
+@app.command()
+def version() -> None:
+    """Print the trainjob version and the Kubeflow Trainer API it speaks."""
+    typer.echo(f"trainjob {__version__} ({c.API_VERSION})")
 
 
 def main(argv: list[str] | None = None) -> int:

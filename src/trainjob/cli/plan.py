@@ -1,0 +1,232 @@
+"""``trainjob plan -f FILE``: print the objects each TrainJob compiles to, without running anything.
+
+Reads every document of every file (``-`` is stdin, a directory means its ``*.yaml|*.yml|*.json``),
+validates the runtimes among them, resolves each TrainJob's runtime (from the files first, then the
+built-in set, :func:`trainjob.catalog.resolve`) and prints the Plans as multi-document YAML or as a
+JSON list. Every problem in the input is reported, kubectl-style, before exiting 1; nothing is
+printed on stdout unless every TrainJob compiles.
+
+Registered on :data:`trainjob.cli.app`; the logic lives in :func:`plan_files` so that other clients
+(tests, the SDK) can call it without the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from trainjob import catalog
+from trainjob.api import constants as c
+from trainjob.api import load, validation
+from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.cli import app, report
+from trainjob.errors import InvalidError, NotFoundError, TrainJobError
+from trainjob.runtime import compile
+from trainjob.runtime.plan import Plan
+
+DEFAULT_NAMESPACE = "default"
+_DIRECTORY_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class Output(StrEnum):
+    yaml = "yaml"
+    json = "json"
+
+
+@dataclass
+class Result:
+    """What ``plan_files`` found: the Plans of the TrainJobs that compiled, and every error."""
+
+    plans: list[Plan] = field(default_factory=list)
+    errors: list[TrainJobError] = field(default_factory=list)
+
+
+def read_sources(paths: list[str]) -> list[tuple[str, str]]:
+    """``(source, text)`` for each file; ``-`` is stdin (read once), a directory its manifests."""
+    out: list[tuple[str, str]] = []
+    stdin_read = False
+    for p in paths:
+        if p == "-":
+            if not stdin_read:
+                out.append(("STDIN", sys.stdin.read()))
+                stdin_read = True
+            continue
+        path = Path(p)
+        files = (
+            sorted(f for f in path.iterdir() if f.suffix in _DIRECTORY_SUFFIXES)
+            if path.is_dir()
+            else [path]
+        )
+        for f in files:
+            try:
+                out.append((str(f), f.read_text()))
+            except FileNotFoundError:
+                raise TrainJobError(f'the path "{f}" does not exist') from None
+            except (OSError, UnicodeDecodeError) as e:
+                why = e.strerror if isinstance(e, OSError) else "not a UTF-8 text file"
+                raise TrainJobError(f'cannot read "{f}": {why}') from None
+    return out
+
+
+def documents(text: str, source: str) -> list[Any]:
+    """The raw documents of one YAML/JSON text; ``kind: List`` and top-level lists are flattened."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as e:
+        raise TrainJobError(f"error parsing {source}: {_yaml_problem(e)}") from None
+    flat: list[Any] = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
+            flat.extend(d["items"])
+        elif isinstance(d, list):
+            flat.extend(d)
+        else:
+            flat.append(d)
+    return flat
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    if mark is None:
+        return f"yaml: {problem}"
+    return f"yaml: line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+def parse(doc: Any, source: str) -> load.Manifest:
+    """One raw document -> its model; the kind and apiVersion are checked first, as kubectl does."""
+    if not isinstance(doc, dict):
+        raise TrainJobError(
+            f'error validating "{source}": error validating data: the object must be a '
+            f"YAML mapping, not {_json_type(doc)}"
+        )
+    kind, api_version = doc.get("kind"), doc.get("apiVersion")
+    missing = [f"{k} not set" for k, v in (("apiVersion", api_version), ("kind", kind)) if not v]
+    if missing:
+        detail = missing[0] if len(missing) == 1 else "[" + ", ".join(missing) + "]"
+        raise TrainJobError(f'error validating "{source}": error validating data: {detail}')
+    if kind not in load.KINDS or api_version != _api_version(kind):
+        raise TrainJobError(
+            f'unable to recognize "{source}": no matches for kind "{kind}" in version '
+            f'"{api_version}"'
+        )
+    return load.parse(doc, source)
+
+
+def _api_version(kind: Any) -> str:
+    return "jobset.x-k8s.io/v1alpha2" if kind == "JobSet" else c.API_VERSION
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a " + type(value).__name__
+
+
+def with_namespace(obj: TrainJob | TrainingRuntime, namespace: str | None) -> Any:
+    """``obj`` in ``namespace`` (kubectl's rules: an explicit -n must match the object's own)."""
+    own = obj.metadata.namespace
+    if own and namespace and own != namespace:
+        raise TrainJobError(
+            f'the namespace from the provided object "{own}" does not match the namespace '
+            f"\"{namespace}\". You must pass '--namespace={own}' to perform this operation."
+        )
+    if own:
+        return obj
+    meta = obj.metadata.model_copy(update={"namespace": namespace or DEFAULT_NAMESPACE})
+    return obj.model_copy(update={"metadata": meta})
+
+
+def plan_files(paths: list[str], namespace: str | None = None) -> Result:
+    """Compile every TrainJob in ``paths``; collect every error instead of stopping at the first."""
+    result = Result()
+    trainjobs: list[TrainJob] = []
+    runtimes: list[Runtime] = []
+    invalid_runtimes: set[tuple[str, str, str]] = set()
+    for source, text in read_sources(paths):
+        try:
+            docs = documents(text, source)
+        except TrainJobError as e:
+            result.errors.append(e)
+            continue
+        for doc in docs:
+            try:
+                obj = parse(doc, source)
+                if isinstance(obj, TrainJob | TrainingRuntime):
+                    obj = with_namespace(obj, namespace)
+            except TrainJobError as e:
+                result.errors.append(e)
+                continue
+            if isinstance(obj, TrainJob):
+                trainjobs.append(obj)
+            elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
+                runtimes.append(obj)
+                errs = validation.validate_runtime(obj)
+                if errs:
+                    result.errors.append(
+                        InvalidError(errs, f"{obj.kind}.{c.GROUP}", obj.metadata.name or "")
+                    )
+                    invalid_runtimes.add(_runtime_key(obj))
+    if not trainjobs and not result.errors:
+        where = ", ".join("STDIN" if p == "-" else p for p in paths)
+        result.errors.append(TrainJobError(f"no TrainJob found in {where}"))
+    for tj in trainjobs:
+        try:
+            rt = catalog.resolve(tj, runtimes)
+            if _runtime_key(rt) in invalid_runtimes:
+                continue  # its errors are reported already; compiling would only repeat them
+            result.plans.append(compile(tj, rt))
+        except (InvalidError, NotFoundError) as e:
+            result.errors.append(e)
+    return result
+
+
+def _runtime_key(rt: Runtime) -> tuple[str, str, str]:
+    return (rt.kind, rt.metadata.namespace or "", rt.metadata.name or "")
+
+
+def render(plans: list[Plan], output: Output) -> str:
+    """The Plans as one multi-document YAML stream, or one JSON list of all their objects."""
+    if output is Output.json:
+        return json.dumps([o for p in plans for o in p.objects], indent=2) + "\n"
+    return "---\n".join(p.to_yaml() for p in plans)
+
+
+@app.command("plan")
+def plan_command(
+    filename: Annotated[
+        list[str],
+        typer.Option(
+            "--filename",
+            "-f",
+            help="TrainJob and runtime manifests (YAML or JSON); '-' reads stdin. Repeatable.",
+        ),
+    ],
+    output: Annotated[
+        Output, typer.Option("--output", "-o", help="Output format: yaml or json.")
+    ] = Output.yaml,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace", "-n", help="Namespace of objects that name none (default: default)."
+        ),
+    ] = None,
+) -> None:
+    """Print the objects (JobSet, PodGroup, ...) each TrainJob compiles to; run nothing."""
+    result = plan_files(filename, namespace)
+    if result.errors:
+        for err in result.errors:
+            report(err)
+        raise typer.Exit(code=1)
+    sys.stdout.write(render(result.plans, output))
