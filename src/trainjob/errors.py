@@ -3,6 +3,7 @@
     TrainJobError                 base of every error trainjob raises on purpose
     ├── InvalidError              user input is invalid; carries a list of FieldError
     ├── NotFoundError             a named object (runtime, job) does not exist
+    ├── AlreadyExistsError        an object of that name exists already (a job, on submit)
     └── ConfigError               the environment is not set up (missing command, bad config)
 
 Field errors render exactly as Kubernetes' ``field.Error`` does, so a user sees the same
@@ -139,6 +140,10 @@ class InvalidError(TrainJobError):
 
 class NotFoundError(TrainJobError):
     """A named object (a runtime, a job) does not exist."""
+
+
+class AlreadyExistsError(TrainJobError):
+    """An object of that name exists already (``trainjobs.trainer.kubeflow.org "x" already exists``)."""
 
 
 class ConfigError(TrainJobError):
