@@ -9,10 +9,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trainjob.runtime.plugins import jobset, plainml, torch
+from trainjob.runtime.plugins import (
+    coscheduling,
+    jax,
+    jobset,
+    mpi,
+    plainml,
+    torch,
+    volcano,
+    xgboost,
+)
 
 REGISTRY: dict[str, Callable[[], Any]] = {
+    coscheduling.NAME: coscheduling.CoScheduling,
+    volcano.NAME: volcano.Volcano,
+    mpi.NAME: mpi.MPI,
     plainml.NAME: plainml.PlainML,
     torch.NAME: torch.Torch,
+    jax.NAME: jax.JAX,
+    xgboost.NAME: xgboost.XGBoost,
     jobset.NAME: jobset.JobSet,
 }
