@@ -72,17 +72,27 @@ def runtime(
     *,
     ml_policy: Obj | None = None,
     replicated_jobs: list[Obj] | None = None,
+    pod_group_policy: Obj | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> ClusterTrainingRuntime:
-    """A ClusterTrainingRuntime (default: torch policy, one ``node`` job)."""
+    """A ClusterTrainingRuntime (default: torch policy, one ``node`` job).
+
+    ``annotations`` go on the template's metadata (the JobSet's annotations).
+    """
+    spec: Obj = {
+        "mlPolicy": ml_policy if ml_policy is not None else {"numNodes": 1, "torch": {}},
+        "template": {"spec": {"replicatedJobs": replicated_jobs or [node_job()]}},
+    }
+    if pod_group_policy is not None:
+        spec["podGroupPolicy"] = pod_group_policy
+    if annotations is not None:
+        spec["template"]["metadata"] = {"annotations": annotations}
     rt = parse(
         {
             "apiVersion": c.API_VERSION,
             "kind": c.CLUSTER_TRAINING_RUNTIME_KIND,
             "metadata": {"name": name},
-            "spec": {
-                "mlPolicy": ml_policy if ml_policy is not None else {"numNodes": 1, "torch": {}},
-                "template": {"spec": {"replicatedJobs": replicated_jobs or [node_job()]}},
-            },
+            "spec": spec,
         }
     )
     assert isinstance(rt, ClusterTrainingRuntime)
