@@ -17,7 +17,7 @@ from trainjob.api.trainer import Runtime, RuntimePatch, TrainJob
 from trainjob.errors import FieldError, InvalidError
 from trainjob.runtime import smp
 from trainjob.runtime.framework import Framework
-from trainjob.runtime.info import Info, PodSet
+from trainjob.runtime.info import Info, PodSet, iter_containers
 from trainjob.runtime.plan import Plan
 from trainjob.runtime.plugins import REGISTRY
 
@@ -58,8 +58,13 @@ def build_info(trainjob: TrainJob, runtime: Runtime) -> Info:
     patches: list[RuntimePatch] = legacy.legacy_patches(trainjob.spec) + list(
         trainjob.spec.runtime_patches or []
     )
+    runtime_containers: dict[str, set[str]] | None = None
     if patches:
         order = [rj.get("name") for rj in spec.get("replicatedJobs") or ()]
+        runtime_containers = {
+            rj.get("name", ""): {ctr.get("name", "") for ctr in iter_containers(_pod_spec(rj))}
+            for rj in spec.get("replicatedJobs") or ()
+        }
         for patch in patches:
             ptmpl = patch.training_runtime_spec.template if patch.training_runtime_spec else None
             if ptmpl is None:
@@ -94,7 +99,14 @@ def build_info(trainjob: TrainJob, runtime: Runtime) -> Info:
         pod_group_policy=runtime.spec.pod_group_policy,
         jobset_spec=spec,
         pod_sets=pod_sets,
+        runtime_containers=runtime_containers,
     )
+
+
+def _pod_spec(rjob: dict[str, Any]) -> dict[str, Any]:
+    job_spec = (rjob.get("template") or {}).get("spec") or {}
+    pod_spec: dict[str, Any] = (job_spec.get("template") or {}).get("spec") or {}
+    return pod_spec
 
 
 def _apply_trainer(ps: PodSet, trainjob: TrainJob) -> None:
@@ -154,5 +166,13 @@ def compile(trainjob: TrainJob, runtime: Runtime, options: CompileOptions | None
     if errors:
         raise InvalidError(errors, c.TRAINJOB_KIND + "." + c.GROUP, trainjob.metadata.name or "")
     info = build_info(trainjob, runtime)
-    objects = framework().run(info, trainjob, options or CompileOptions())
+    try:
+        objects = framework().run(info, trainjob, options or CompileOptions())
+    except InvalidError as e:
+        if e.kind:
+            raise
+        # An enforce step found what only the runtime can fix (its paths are the runtime's).
+        raise InvalidError(
+            e.errors, f"{runtime.kind}.{c.GROUP}", runtime.metadata.name or ""
+        ) from None
     return Plan(tuple(objects))

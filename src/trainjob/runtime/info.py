@@ -72,6 +72,9 @@ class Info:
     pod_sets: list[PodSet]
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
+    # Job name -> names of its containers and init containers in the runtime template *before*
+    # runtime patches (what a patch may target); None when no patch was applied.
+    runtime_containers: dict[str, set[str]] | None = None
 
     def pod_set(self, name: str) -> PodSet | None:
         for ps in self.pod_sets:

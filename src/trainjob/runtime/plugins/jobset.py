@@ -5,16 +5,19 @@
 * ``build``: the JobSet named like the TrainJob, labels/annotations from the runtime (and patches),
   initializer envs (``STORAGE_URI``, env, secretRef), ``replicas: 1`` for ancestor jobs, scheduler pod
   labels, ``suspend``, and a controller ownerReference to the TrainJob.
-* ``validate``: initializer jobs/containers/volume mounts exist; patches target existing jobs and
-  containers and do not set envs of the reserved containers.
+* ``validate``: initializer jobs/containers/volume mounts exist; patches (and the v2.0/v2.1
+  overrides) target jobs and containers of the runtime template as written, before any patch, and
+  do not set envs of the reserved containers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from trainjob.api import constants as c
 from trainjob.api.base import to_dict
 from trainjob.api.jobset import API_VERSION as JOBSET_API_VERSION
-from trainjob.api.trainer import DatasetInitializer, TrainJob
+from trainjob.api.trainer import DatasetInitializer, PodSpecOverride, PodSpecPatch, TrainJob
 from trainjob.errors import FieldError
 from trainjob.runtime.info import Info, Obj, upsert_env
 
@@ -22,6 +25,11 @@ NAME = "JobSet"
 
 RUNTIME_REF_PATH = "spec.runtimeRef"
 RUNTIME_PATCHES_PATH = "spec.runtimePatches"
+POD_SPEC_OVERRIDES_PATH = "spec.podSpecOverrides"
+POD_TEMPLATE_OVERRIDES_PATH = "spec.podTemplateOverrides"
+
+# What a patch or a legacy override sets on one job's pods (containers and init containers).
+PodSpecLike = PodSpecPatch | PodSpecOverride
 
 
 def owner_reference(trainjob: TrainJob) -> Obj:
@@ -137,7 +145,11 @@ class JobSet:
                         f"{kind} of the {kind} job",
                     )
                 )
-        errors.extend(_validate_patches(new, containers))
+        known = info.runtime_containers
+        if known is None:
+            known = {job: set(ctrs) for job, ctrs in containers.items()}
+        errors.extend(_validate_overrides(new, known))
+        errors.extend(_validate_patches(new, known))
         errors.extend(_validate_patch_mutation(old, new))
         return errors
 
@@ -156,55 +168,92 @@ def _initializer(ctr: Obj | None, cfg: DatasetInitializer) -> None:
         del ctr["env"]
 
 
-def _validate_patches(new: TrainJob, containers: dict[str, dict[str, Obj]]) -> list[FieldError]:
-    errors: list[FieldError] = []
+def _validate_patches(new: TrainJob, names: dict[str, set[str]]) -> list[FieldError]:
+    """v2.2+ ``runtimePatches`` target jobs and containers of the runtime template."""
     patches = new.spec.runtime_patches or []
-    value = [to_dict(p) for p in patches]
-    reserved = (c.CONTAINER_DATASET_INITIALIZER, c.CONTAINER_MODEL_INITIALIZER, c.CONTAINER_NODE)
+    targets: list[tuple[str, PodSpecLike | None]] = []
     for patch in patches:
         tmpl = patch.training_runtime_spec.template if patch.training_runtime_spec else None
         for rjob in (tmpl.spec.replicated_jobs or []) if tmpl and tmpl.spec else []:
-            job = containers.get(rjob.name)
-            if job is None:
+            pod = rjob.template.spec.template if rjob.template and rjob.template.spec else None
+            targets.append((rjob.name, pod.spec if pod else None))
+    value = [to_dict(p) for p in patches]
+    return _validate_targets(RUNTIME_PATCHES_PATH, value, targets, names, "replicated job")
+
+
+def _validate_overrides(new: TrainJob, names: dict[str, set[str]]) -> list[FieldError]:
+    """v2.0 ``podSpecOverrides`` and v2.1 ``podTemplateOverrides``, with those versions' messages."""
+    errors: list[FieldError] = []
+    spec_overrides = new.spec.pod_spec_overrides or []
+    targets: list[tuple[str, PodSpecLike | None]] = [
+        (t.name, o) for o in spec_overrides for t in o.target_jobs
+    ]
+    if targets:
+        value = [to_dict(o) for o in spec_overrides]
+        errors.extend(
+            _validate_targets(POD_SPEC_OVERRIDES_PATH, value, targets, names, "targetJob")
+        )
+    tmpl_overrides = new.spec.pod_template_overrides or []
+    targets = [(t.name, o.spec) for o in tmpl_overrides for t in o.target_jobs]
+    if targets:
+        value = [to_dict(o) for o in tmpl_overrides]
+        errors.extend(
+            _validate_targets(POD_TEMPLATE_OVERRIDES_PATH, value, targets, names, "targetJob")
+        )
+    return errors
+
+
+def _validate_targets(
+    path: str,
+    value: list[Obj],
+    targets: Sequence[tuple[str, PodSpecLike | None]],
+    names: dict[str, set[str]],
+    job_noun: str,
+) -> list[FieldError]:
+    """Each (job, pod spec patch) names an existing job and existing containers, and sets no env
+    of the containers the TrainJob's own fields own."""
+    errors: list[FieldError] = []
+    reserved = (c.CONTAINER_DATASET_INITIALIZER, c.CONTAINER_MODEL_INITIALIZER, c.CONTAINER_NODE)
+    for job_name, pod_spec in targets:
+        job = names.get(job_name)
+        if job is None:
+            errors.append(
+                FieldError.invalid(
+                    path,
+                    value,
+                    f"must not have {job_noun} that doesn't exist in the runtime job template",
+                )
+            )
+            continue
+        if pod_spec is None:
+            continue
+        for ctr in pod_spec.init_containers or ():
+            if ctr.name not in job:
                 errors.append(
                     FieldError.invalid(
-                        RUNTIME_PATCHES_PATH,
+                        path,
                         value,
-                        "must not have replicated job that doesn't exist in the runtime job template",
+                        f"must not have initContainer that doesn't exist in the runtime job {job_name}",
                     )
                 )
-                continue
-            pod = rjob.template.spec.template if rjob.template and rjob.template.spec else None
-            pod_spec = pod.spec if pod else None
-            if pod_spec is None:
-                continue
-            for ctr in pod_spec.init_containers or ():
-                if ctr.name not in job:
-                    errors.append(
-                        FieldError.invalid(
-                            RUNTIME_PATCHES_PATH,
-                            value,
-                            f"must not have initContainer that doesn't exist in the runtime job {rjob.name}",
-                        )
+        for ctr in pod_spec.containers or ():
+            if ctr.name not in job:
+                errors.append(
+                    FieldError.invalid(
+                        path,
+                        value,
+                        f"must not have container that doesn't exist in the runtime job {job_name}",
                     )
-            for ctr in pod_spec.containers or ():
-                if ctr.name not in job:
-                    errors.append(
-                        FieldError.invalid(
-                            RUNTIME_PATCHES_PATH,
-                            value,
-                            f"must not have container that doesn't exist in the runtime job {rjob.name}",
-                        )
+                )
+            elif ctr.env and ctr.name in reserved:
+                errors.append(
+                    FieldError.invalid(
+                        path,
+                        value,
+                        "must not have envs for the dataset-initializer, model-initializer, "
+                        "node containers",
                     )
-                elif ctr.env and ctr.name in reserved:
-                    errors.append(
-                        FieldError.invalid(
-                            RUNTIME_PATCHES_PATH,
-                            value,
-                            "must not have envs for the dataset-initializer, model-initializer, "
-                            "node containers",
-                        )
-                    )
+                )
     return errors
 
 
