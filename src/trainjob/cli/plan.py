@@ -153,7 +153,9 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
     result = Result()
     trainjobs: list[TrainJob] = []
     runtimes: list[Runtime] = []
-    invalid_runtimes: set[tuple[str, str, str]] = set()
+    # Runtimes given in the input that are invalid: TrainJobs using them are not compiled (the
+    # runtime's own errors say what to fix; a "not found" or repeated errors would only confuse).
+    broken: set[RuntimeKey] = set()
     for source, text in read_sources(paths):
         try:
             docs = documents(text, source)
@@ -167,6 +169,8 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
                     obj = with_namespace(obj, namespace)
             except TrainJobError as e:
                 result.errors.append(e)
+                if isinstance(e, InvalidError) and isinstance(doc, dict):
+                    broken.add(_raw_runtime_key(doc, namespace))
                 continue
             if isinstance(obj, TrainJob):
                 trainjobs.append(obj)
@@ -177,23 +181,50 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
                     result.errors.append(
                         InvalidError(errs, f"{obj.kind}.{c.GROUP}", obj.metadata.name or "")
                     )
-                    invalid_runtimes.add(_runtime_key(obj))
+                    broken.add(_runtime_key(obj))
     if not trainjobs and not result.errors:
         where = ", ".join("STDIN" if p == "-" else p for p in paths)
         result.errors.append(TrainJobError(f"no TrainJob found in {where}"))
     for tj in trainjobs:
+        if _ref_key(tj) in broken:
+            continue
         try:
-            rt = catalog.resolve(tj, runtimes)
-            if _runtime_key(rt) in invalid_runtimes:
-                continue  # its errors are reported already; compiling would only repeat them
-            result.plans.append(compile(tj, rt))
-        except (InvalidError, NotFoundError) as e:
+            result.plans.append(compile(tj, catalog.resolve(tj, runtimes)))
+        except InvalidError as e:
             result.errors.append(e)
+        except NotFoundError as e:
+            # As on a cluster, the CRD's own rules (a bad name, kind, ...) are checked first.
+            errs = validation.validate_trainjob(tj)
+            kind = f"{c.TRAINJOB_KIND}.{c.GROUP}"
+            result.errors.append(InvalidError(errs, kind, tj.metadata.name or "") if errs else e)
     return result
 
 
-def _runtime_key(rt: Runtime) -> tuple[str, str, str]:
-    return (rt.kind, rt.metadata.namespace or "", rt.metadata.name or "")
+# (kind, namespace for a TrainingRuntime else "", name): how a runtimeRef finds its runtime.
+RuntimeKey = tuple[str, str, str]
+
+
+def _runtime_key(rt: Runtime) -> RuntimeKey:
+    ns = (rt.metadata.namespace or DEFAULT_NAMESPACE) if isinstance(rt, TrainingRuntime) else ""
+    return (rt.kind, ns, rt.metadata.name or "")
+
+
+def _raw_runtime_key(doc: dict[str, Any], namespace: str | None) -> RuntimeKey:
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    kind = str(doc.get("kind"))
+    ns = ""
+    if kind == c.TRAINING_RUNTIME_KIND:
+        ns = str(meta.get("namespace") or namespace or DEFAULT_NAMESPACE)
+    return (kind, ns, str(meta.get("name") or ""))
+
+
+def _ref_key(tj: TrainJob) -> RuntimeKey:
+    ref = tj.spec.runtime_ref
+    kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
+    ns = (tj.metadata.namespace or DEFAULT_NAMESPACE) if kind == c.TRAINING_RUNTIME_KIND else ""
+    return (kind, ns, ref.name)
 
 
 def render(plans: list[Plan], output: Output) -> str:
