@@ -1,0 +1,272 @@
+"""``trainjob plan`` on valid input, and how every user error is printed (kubectl's format).
+
+The malformed-input cases live in the error corpus (``test_corpus.py``); here: what is printed on
+success, where runtimes come from, namespaces, several files and stdin, and ``trainjob version``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import trainjob
+from trainjob.api.load import load_file
+from trainjob.cli import invalid_message, main
+from trainjob.errors import FieldError, InvalidError
+from trainjob.runtime import compile
+from trainjob.runtime.plan import Plan
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "torch-ddp.yaml"
+
+TRAINJOB = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: {name}
+{namespace}spec:
+  runtimeRef:
+    name: {runtime}
+    kind: {kind}
+"""
+RUNTIME = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: {kind}
+metadata:
+  name: {name}
+{namespace}spec:
+  mlPolicy:
+    torch: {{}}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: trainer
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: node
+                      image: {image}
+"""
+
+
+def trainjob_yaml(
+    name: str = "job",
+    runtime: str = "torch-distributed",
+    kind: str = "ClusterTrainingRuntime",
+    namespace: str | None = None,
+) -> str:
+    ns = f"  namespace: {namespace}\n" if namespace else ""
+    return TRAINJOB.format(name=name, runtime=runtime, kind=kind, namespace=ns)
+
+
+def runtime_yaml(
+    name: str = "torch-distributed",
+    kind: str = "ClusterTrainingRuntime",
+    image: str = "custom:1",
+    namespace: str | None = None,
+) -> str:
+    ns = f"  namespace: {namespace}\n" if namespace else ""
+    return RUNTIME.format(name=name, kind=kind, image=image, namespace=ns)
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def jobsets(out: str) -> list[dict[str, object]]:
+    return [d for d in yaml.safe_load_all(out) if d["kind"] == "JobSet"]
+
+
+def node_image(jobset: dict[str, object]) -> str:
+    spec = jobset["spec"]
+    assert isinstance(spec, dict)
+    ctr = spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    return str(ctr["image"])
+
+
+def test_plan_prints_the_compiled_plan_as_yaml(capsys: pytest.CaptureFixture[str]) -> None:
+    (rt,) = load_file(ROOT / "manifests" / "runtimes" / "torch-distributed.yaml")
+    (tj,) = load_file(EXAMPLE)
+    want: Plan = compile(tj, rt)  # type: ignore[arg-type]
+    code, out, err = run(["plan", "-f", str(EXAMPLE)], capsys)
+    assert (code, err) == (0, "")
+    assert out == want.to_yaml()
+
+
+def test_plan_prints_a_json_list_of_the_same_objects(capsys: pytest.CaptureFixture[str]) -> None:
+    _, as_yaml, _ = run(["plan", "-f", str(EXAMPLE)], capsys)
+    code, out, err = run(["plan", "-f", str(EXAMPLE), "-o", "json"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(out) == list(yaml.safe_load_all(as_yaml))
+
+
+def test_an_unknown_output_format_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["plan", "-f", str(EXAMPLE), "-o", "xml"], capsys)
+    assert (code, out) == (2, "")
+    assert "xml" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("namespace_in_file", "flag", "want"),
+    [
+        pytest.param(None, [], "default", id="a TrainJob without namespace lands in default"),
+        pytest.param(None, ["-n", "team-a"], "team-a", id="-n gives the namespace to one without"),
+        pytest.param("team-b", [], "team-b", id="the object's own namespace is kept"),
+        pytest.param("team-b", ["-n", "team-b"], "team-b", id="-n may repeat the object's own"),
+    ],
+)
+def test_namespace_defaults_like_kubectl(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    namespace_in_file: str | None,
+    flag: list[str],
+    want: str,
+) -> None:
+    path = write(tmp_path, "tj.yaml", trainjob_yaml(namespace=namespace_in_file))
+    code, out, err = run(["plan", "-f", path, *flag], capsys)
+    assert (code, err) == (0, "")
+    (js,) = jobsets(out)
+    assert js["metadata"]["namespace"] == want  # type: ignore[index]
+
+
+def test_namespace_flag_that_contradicts_the_object_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "tj.yaml", trainjob_yaml(namespace="team-b"))
+    code, out, err = run(["plan", "-f", path, "-n", "team-a"], capsys)
+    assert (code, out) == (1, "")
+    assert err == (
+        'error: the namespace from the provided object "team-b" does not match the namespace '
+        "\"team-a\". You must pass '--namespace=team-b' to perform this operation.\n"
+    )
+
+
+def test_a_runtime_given_with_f_wins_over_the_builtin_of_that_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rt = write(tmp_path, "rt.yaml", runtime_yaml(image="mine:2"))
+    tj = write(tmp_path, "tj.yaml", trainjob_yaml())
+    code, out, err = run(["plan", "-f", tj, "-f", rt], capsys)
+    assert (code, err) == (0, "")
+    (js,) = jobsets(out)
+    assert node_image(js) == "mine:2"
+
+
+def test_a_training_runtime_in_the_trainjob_namespace_is_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        runtime_yaml("mine", kind="TrainingRuntime", image="ns:1")
+        + "---\n"
+        + trainjob_yaml(runtime="mine", kind="TrainingRuntime")
+    )
+    code, out, err = run(["plan", "-f", write(tmp_path, "all.yaml", text)], capsys)
+    assert (code, err) == (0, "")
+    (js,) = jobsets(out)
+    assert node_image(js) == "ns:1"
+
+
+def test_every_trainjob_in_the_input_is_planned_in_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = trainjob_yaml("first") + "---\n" + trainjob_yaml("second")
+    code, out, err = run(["plan", "-f", write(tmp_path, "two.yaml", text)], capsys)
+    assert (code, err) == (0, "")
+    assert [js["metadata"]["name"] for js in jobsets(out)] == ["first", "second"]  # type: ignore[index]
+
+
+def test_stdin_and_a_directory_are_read_like_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    write(folder, "a.yaml", trainjob_yaml("from-dir"))
+    write(folder, "notes.txt", "not a manifest")
+    monkeypatch.setattr("sys.stdin", io.StringIO(trainjob_yaml("from-stdin")))
+    code, out, err = run(["plan", "-f", "-", "-f", str(folder)], capsys)
+    assert (code, err) == (0, "")
+    assert [js["metadata"]["name"] for js in jobsets(out)] == ["from-stdin", "from-dir"]  # type: ignore[index]
+
+
+def test_a_missing_file_is_one_kubectl_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["plan", "-f", "no/such.yaml"], capsys)
+    assert (code, out, err) == (1, "", 'error: the path "no/such.yaml" does not exist\n')
+
+
+def test_an_invalid_runtime_is_reported_once_and_its_trainjobs_are_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_runtime = runtime_yaml("mine").replace(
+        "- name: node\n                      image", "- name: main\n                      image"
+    )
+    text = bad_runtime + "---\n" + trainjob_yaml(runtime="mine")
+    code, out, err = run(["plan", "-f", write(tmp_path, "all.yaml", text)], capsys)
+    assert (code, out) == (1, "")
+    assert err == (
+        'The ClusterTrainingRuntime "mine" is invalid: '
+        "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: "
+        'Invalid value: ["main"]: must contain the required container for the ancestor: trainer\n'
+    )
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["version"], capsys)
+    assert (code, err) == (0, "")
+    assert out == f"trainjob {trainjob.__version__} (trainer.kubeflow.org/v1alpha1)\n"
+
+
+NUM_NODES = FieldError.invalid("spec.trainer.numNodes", -1, "should be greater than or equal to 0")
+NAME = FieldError.required("metadata.name", "name or generateName is required")
+
+
+@pytest.mark.parametrize(
+    ("err", "want"),
+    [
+        pytest.param(
+            InvalidError([NUM_NODES], "TrainJob.trainer.kubeflow.org", "x"),
+            'The TrainJob "x" is invalid: spec.trainer.numNodes: Invalid value: -1: '
+            "should be greater than or equal to 0\n",
+            id="one error stays on the head line",
+        ),
+        pytest.param(
+            InvalidError([NAME, NUM_NODES, NUM_NODES], "TrainJob.trainer.kubeflow.org", "x"),
+            'The TrainJob "x" is invalid: \n'
+            "* metadata.name: Required value: name or generateName is required\n"
+            "* spec.trainer.numNodes: Invalid value: -1: should be greater than or equal to 0\n",
+            id="several errors are bullets and repeats are printed once",
+        ),
+        pytest.param(
+            InvalidError([NAME], "ClusterTrainingRuntime.trainer.kubeflow.org", ""),
+            'The ClusterTrainingRuntime "" is invalid: '
+            "metadata.name: Required value: name or generateName is required\n",
+            id="the kind is printed without its group",
+        ),
+        pytest.param(
+            InvalidError([NAME]),
+            "The request is invalid: metadata.name: Required value: "
+            "name or generateName is required\n",
+            id="without a kind it is the request that is invalid",
+        ),
+    ],
+)
+def test_invalid_errors_print_as_kubectl_prints_an_invalid_status(
+    err: InvalidError, want: str
+) -> None:
+    assert invalid_message(err) == want
