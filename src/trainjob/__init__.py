@@ -1,11 +1,182 @@
 """trainjob: run Kubeflow Trainer V2 TrainJobs on a laptop or a Kubernetes cluster, with one API.
 
 This module is the public face of the package. It stays cheap to import: no kubernetes, torch or
-transformers is imported here.
+transformers is imported here, and the SDK (``TrainerClient``, trainers, initializers, options,
+with the names of upstream ``kubeflow.trainer``) is imported on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from trainjob.errors import FieldError, InvalidError, TrainJobError
 
 __version__ = "0.1.0"
 
-__all__ = ["FieldError", "InvalidError", "TrainJobError", "__version__"]
+if TYPE_CHECKING:
+    from trainjob.client.client import (
+        TrainerClient,
+    )
+    from trainjob.client.config import (
+        KubernetesBackendConfig,
+        LocalBackendConfig,
+        LocalProcessBackendConfig,
+    )
+    from trainjob.client.constants import (
+        DATASET_PATH,
+        MODEL_PATH,
+    )
+    from trainjob.client.options import (
+        ActiveDeadlineSeconds,
+        Annotations,
+        ContainerPatch,
+        JobSetSpecPatch,
+        JobSetTemplatePatch,
+        JobSpecPatch,
+        JobTemplatePatch,
+        Labels,
+        Name,
+        PodSpecPatch,
+        PodTemplatePatch,
+        ReplicatedJobPatch,
+        RuntimePatch,
+        TrainerArgs,
+        TrainerCommand,
+        TrainerEnvFrom,
+        TrainingRuntimeSpecPatch,
+    )
+    from trainjob.client.types import (
+        BuiltinTrainer,
+        CustomTrainer,
+        CustomTrainerContainer,
+        DataCacheInitializer,
+        DataFormat,
+        DataType,
+        Event,
+        HuggingFaceDatasetInitializer,
+        HuggingFaceModelInitializer,
+        Initializer,
+        LoraConfig,
+        Loss,
+        Runtime,
+        RuntimeKind,
+        RuntimeTrainer,
+        S3DatasetInitializer,
+        S3ModelInitializer,
+        TorchTuneConfig,
+        TorchTuneInstructDataset,
+        TrainerType,
+        TrainJobTemplate,
+    )
+
+_LAZY: dict[str, str] = {
+    "ActiveDeadlineSeconds": "trainjob.client.options",
+    "Annotations": "trainjob.client.options",
+    "BuiltinTrainer": "trainjob.client.types",
+    "ContainerPatch": "trainjob.client.options",
+    "CustomTrainer": "trainjob.client.types",
+    "CustomTrainerContainer": "trainjob.client.types",
+    "DATASET_PATH": "trainjob.client.constants",
+    "DataCacheInitializer": "trainjob.client.types",
+    "DataFormat": "trainjob.client.types",
+    "DataType": "trainjob.client.types",
+    "Event": "trainjob.client.types",
+    "HuggingFaceDatasetInitializer": "trainjob.client.types",
+    "HuggingFaceModelInitializer": "trainjob.client.types",
+    "Initializer": "trainjob.client.types",
+    "JobSetSpecPatch": "trainjob.client.options",
+    "JobSetTemplatePatch": "trainjob.client.options",
+    "JobSpecPatch": "trainjob.client.options",
+    "JobTemplatePatch": "trainjob.client.options",
+    "KubernetesBackendConfig": "trainjob.client.config",
+    "Labels": "trainjob.client.options",
+    "LocalBackendConfig": "trainjob.client.config",
+    "LocalProcessBackendConfig": "trainjob.client.config",
+    "LoraConfig": "trainjob.client.types",
+    "Loss": "trainjob.client.types",
+    "MODEL_PATH": "trainjob.client.constants",
+    "Name": "trainjob.client.options",
+    "PodSpecPatch": "trainjob.client.options",
+    "PodTemplatePatch": "trainjob.client.options",
+    "ReplicatedJobPatch": "trainjob.client.options",
+    "Runtime": "trainjob.client.types",
+    "RuntimeKind": "trainjob.client.types",
+    "RuntimePatch": "trainjob.client.options",
+    "RuntimeTrainer": "trainjob.client.types",
+    "S3DatasetInitializer": "trainjob.client.types",
+    "S3ModelInitializer": "trainjob.client.types",
+    "TorchTuneConfig": "trainjob.client.types",
+    "TorchTuneInstructDataset": "trainjob.client.types",
+    "TrainJobTemplate": "trainjob.client.types",
+    "TrainerArgs": "trainjob.client.options",
+    "TrainerClient": "trainjob.client.client",
+    "TrainerCommand": "trainjob.client.options",
+    "TrainerEnvFrom": "trainjob.client.options",
+    "TrainerType": "trainjob.client.types",
+    "TrainingRuntimeSpecPatch": "trainjob.client.options",
+}
+
+__all__ = [
+    "DATASET_PATH",
+    "MODEL_PATH",
+    "ActiveDeadlineSeconds",
+    "Annotations",
+    "BuiltinTrainer",
+    "ContainerPatch",
+    "CustomTrainer",
+    "CustomTrainerContainer",
+    "DataCacheInitializer",
+    "DataFormat",
+    "DataType",
+    "Event",
+    "FieldError",
+    "HuggingFaceDatasetInitializer",
+    "HuggingFaceModelInitializer",
+    "Initializer",
+    "InvalidError",
+    "JobSetSpecPatch",
+    "JobSetTemplatePatch",
+    "JobSpecPatch",
+    "JobTemplatePatch",
+    "KubernetesBackendConfig",
+    "Labels",
+    "LocalBackendConfig",
+    "LocalProcessBackendConfig",
+    "LoraConfig",
+    "Loss",
+    "Name",
+    "PodSpecPatch",
+    "PodTemplatePatch",
+    "ReplicatedJobPatch",
+    "Runtime",
+    "RuntimeKind",
+    "RuntimePatch",
+    "RuntimeTrainer",
+    "S3DatasetInitializer",
+    "S3ModelInitializer",
+    "TorchTuneConfig",
+    "TorchTuneInstructDataset",
+    "TrainJobError",
+    "TrainJobTemplate",
+    "TrainerArgs",
+    "TrainerClient",
+    "TrainerCommand",
+    "TrainerEnvFrom",
+    "TrainerType",
+    "TrainingRuntimeSpecPatch",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainjob' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

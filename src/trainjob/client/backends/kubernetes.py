@@ -1,0 +1,438 @@
+"""The ``kubernetes`` backend: TrainerClient over a cluster's apiserver, with plain HTTP (httpx).
+
+Requests, all under the configured namespace:
+
+    POST   /apis/trainer.kubeflow.org/v1alpha1/namespaces/NS/trainjobs          train
+    GET    /apis/trainer.kubeflow.org/v1alpha1/namespaces/NS/trainjobs[/NAME]   list_jobs, get_job
+    DELETE /apis/trainer.kubeflow.org/v1alpha1/namespaces/NS/trainjobs/NAME     delete_job
+    GET    /apis/trainer.kubeflow.org/v1alpha1/[namespaces/NS/]trainingruntimes, clustertrainingruntimes
+    GET    /api/v1/namespaces/NS/pods?labelSelector=...                         steps
+    GET    /api/v1/namespaces/NS/pods/POD/log?container=C[&follow=true]         get_job_logs
+    GET    /api/v1/namespaces/NS/events                                         get_job_events
+
+No ``kubernetes`` package is needed. Errors are upstream's: ``TimeoutError`` when the apiserver
+does not answer in time, ``RuntimeError`` (with the apiserver's message) for anything else.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from trainjob.client import builder, runtimes, status, types
+from trainjob.client import constants as c
+from trainjob.client.backends import kubeconfig
+from trainjob.client.backends.base import RuntimeBackend, print_packages
+from trainjob.client.backends.local import parse_time
+from trainjob.client.config import KubernetesBackendConfig
+
+logger = logging.getLogger(__name__)
+
+API = f"/apis/{c.GROUP}/{c.VERSION}"
+_NODE_STEP = re.compile(r"^node-(\d+)$")
+_STEP_JOBS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.LAUNCHER, c.NODE)
+
+
+class ApiError(RuntimeError):
+    """The apiserver answered with an error status; ``code`` is the HTTP status."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class KubernetesBackend(RuntimeBackend):
+    """TrainJobs on a cluster. ``transport`` replaces the network (tests use MockTransport)."""
+
+    name = "kubernetes"
+
+    def __init__(
+        self,
+        cfg: KubernetesBackendConfig | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        connection: kubeconfig.Connection | None = None,
+        poll_interval: float = 1.0,
+    ) -> None:
+        cfg = cfg or KubernetesBackendConfig()
+        self.conn = connection or kubeconfig.connect(cfg)
+        self.namespace = self.conn.namespace
+        self.poll_interval = poll_interval
+        self.http = httpx.Client(
+            base_url=self.conn.server,
+            verify=self.conn.verify,
+            timeout=httpx.Timeout(c.DEFAULT_TIMEOUT),
+            transport=transport,
+            headers={"Accept": "application/json", "User-Agent": "trainjob-sdk"},
+        )
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, what: str, **kw: Any) -> Any:
+        try:
+            resp = self.http.request(method, path, headers=self.conn.auth_headers(), **kw)
+        except httpx.TimeoutException as e:
+            raise TimeoutError(f"Timeout to {what}") from e
+        except httpx.HTTPError as e:
+            raise RuntimeError(f"Failed to {what}: {e}") from e
+        if resp.status_code >= 400:
+            raise ApiError(f"Failed to {what}: {_message(resp)}", resp.status_code)
+        return resp.json() if resp.content else {}
+
+    def _ns(self, plural: str, name: str = "") -> str:
+        path = f"{API}/namespaces/{quote(self.namespace)}/{plural}"
+        return f"{path}/{quote(name)}" if name else path
+
+    # -- runtimes -----------------------------------------------------------------------------
+
+    def list_runtimes(self) -> list[types.Runtime]:
+        items: list[dict[str, Any]] = []
+        try:
+            items += (
+                self._request(
+                    "GET", self._ns(c.TRAINING_RUNTIME_PLURAL), "list TrainingRuntimes"
+                ).get("items")
+                or []
+            )
+        except ApiError as e:
+            if e.code not in (403, 404):
+                raise
+            logger.debug("namespaced TrainingRuntimes not listed: %s", e)
+        items += (
+            self._request(
+                "GET",
+                f"{API}/{c.CLUSTER_TRAINING_RUNTIME_PLURAL}",
+                f"list {c.CLUSTER_TRAINING_RUNTIME_KIND}s",
+            ).get("items")
+            or []
+        )
+        out = []
+        for item in items:
+            item.setdefault("kind", c.CLUSTER_TRAINING_RUNTIME_KIND)
+            labels = (item.get("metadata") or {}).get("labels") or {}
+            name = (item.get("metadata") or {}).get("name")
+            if c.RUNTIME_FRAMEWORK_LABEL not in labels:
+                logger.warning("Runtime %s must have %s label.", name, c.RUNTIME_FRAMEWORK_LABEL)
+                continue
+            try:
+                out.append(runtimes.runtime_from_cr(item))
+            except ValueError as e:
+                logger.warning("skipping runtime %s: %s", name, e)
+        return out
+
+    def _runtime_cr(self, name: str, kind: str | None = None) -> dict[str, Any]:
+        if kind in (None, c.TRAINING_RUNTIME_KIND):
+            try:
+                cr = self._request(
+                    "GET",
+                    self._ns(c.TRAINING_RUNTIME_PLURAL, name),
+                    f"get {c.TRAINING_RUNTIME_PLURAL}: {self.namespace}/{name}",
+                )
+                cr.setdefault("kind", c.TRAINING_RUNTIME_KIND)
+                return dict(cr)
+            except ApiError as e:
+                if e.code not in (403, 404) or kind == c.TRAINING_RUNTIME_KIND:
+                    raise
+        cr = self._request(
+            "GET",
+            f"{API}/{c.CLUSTER_TRAINING_RUNTIME_PLURAL}/{quote(name)}",
+            f"get {c.CLUSTER_TRAINING_RUNTIME_PLURAL}: {name}",
+        )
+        cr.setdefault("kind", c.CLUSTER_TRAINING_RUNTIME_KIND)
+        return dict(cr)
+
+    def get_runtime(self, name: str) -> types.Runtime:
+        cr = self._runtime_cr(name)
+        try:
+            return runtimes.runtime_from_cr(cr)
+        except ValueError as e:
+            raise RuntimeError(str(e)) from e
+
+    def get_runtime_packages(self, runtime: types.Runtime) -> None:
+        if runtime.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
+            raise ValueError("Cannot get Runtime packages for BuiltinTrainer")
+        rt = copy.deepcopy(runtime)
+        if rt.trainer.command and rt.trainer.command[0] == "mpirun":
+            cmd = list(runtimes.MPI_COMMAND)
+            cmd[1:3] = ["-np", "1"]
+            rt.trainer.set_command(tuple(cmd))
+        name = self.train(
+            runtime=rt,
+            trainer=types.CustomTrainer(
+                func=print_packages,
+                num_nodes=1,
+                resources_per_node={"cpu": 1} if rt.trainer.device != "gpu" else None,
+            ),
+        )
+        try:
+            self.wait_for_job_status(name)
+            print("\n".join(self.get_job_logs(name)))  # upstream prints these
+        finally:
+            self.delete_job(name)
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def train(
+        self,
+        runtime: str | types.Runtime | None = None,
+        initializer: types.Initializer | None = None,
+        trainer: types.CustomTrainer
+        | types.CustomTrainerContainer
+        | types.BuiltinTrainer
+        | None = None,
+        options: list[Any] | None = None,
+    ) -> str:
+        rt = self.resolve_runtime(runtime)
+        job = builder.build(rt, initializer, trainer, options, backend=self)
+        name = builder.job_name(job)
+        self._request(
+            "POST",
+            self._ns(c.TRAINJOB_PLURAL),
+            f"create {c.TRAINJOB_KIND}: {self.namespace}/{name}",
+            json=job,
+        )
+        logger.debug("%s %s/%s has been created", c.TRAINJOB_KIND, self.namespace, name)
+        return name
+
+    def _pods(self, name: str | None = None) -> list[dict[str, Any]]:
+        selector = (
+            c.POD_LABEL_SELECTOR.format(trainjob_name=name)
+            if name
+            else f"{c.JOBSET_NAME_LABEL},{c.JOBSET_RJOB_NAME_LABEL} in ({', '.join(_STEP_JOBS)})"
+        )
+        resp = self._request(
+            "GET",
+            f"/api/v1/namespaces/{quote(self.namespace)}/pods",
+            f"list {c.TRAINJOB_KIND}'s steps: {self.namespace}/{name or '*'}",
+            params={"labelSelector": selector},
+        )
+        return list(resp.get("items") or [])
+
+    def _runtime_of(self, cr: dict[str, Any], cache: dict[str, types.Runtime]) -> types.Runtime:
+        ref = (cr.get("spec") or {}).get("runtimeRef") or {}
+        key = f"{ref.get('kind')}/{ref.get('name')}"
+        if key not in cache:
+            kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME_KIND
+            cache[key] = runtimes.runtime_from_cr(self._runtime_cr(str(ref.get("name")), kind))
+        return cache[key]
+
+    def _to_sdk(
+        self, cr: dict[str, Any], pods: list[dict[str, Any]], cache: dict[str, types.Runtime]
+    ) -> types.TrainJob:
+        meta = cr.get("metadata") or {}
+        spec = cr.get("spec") or {}
+        rt = self._runtime_of(cr, cache)
+        num_nodes = (spec.get("trainer") or {}).get("numNodes") or rt.trainer.num_nodes
+        steps = [s for s in (_step(p, rt) for p in pods) if s is not None]
+        steps.sort(key=_step_order)
+        conditions = list((cr.get("status") or {}).get("conditions") or [])
+        if spec.get("suspend"):
+            conditions.append({"type": "Suspended", "status": "True"})
+        return types.TrainJob(
+            name=str(meta.get("name")),
+            runtime=rt,
+            steps=steps,
+            num_nodes=int(num_nodes),
+            creation_timestamp=parse_time(meta.get("creationTimestamp")),
+            status=status.job_status(conditions, steps, int(num_nodes)),
+        )
+
+    def get_job(self, name: str) -> types.TrainJob:
+        cr = self._request(
+            "GET",
+            self._ns(c.TRAINJOB_PLURAL, name),
+            f"get {c.TRAINJOB_KIND}: {self.namespace}/{name}",
+        )
+        return self._to_sdk(cr, self._pods(name), {})
+
+    def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
+        items = (
+            self._request(
+                "GET",
+                self._ns(c.TRAINJOB_PLURAL),
+                f"list {c.TRAINJOB_KIND}s in namespace: {self.namespace}",
+            ).get("items")
+            or []
+        )
+        if runtime is not None:
+            items = [
+                i
+                for i in items
+                if ((i.get("spec") or {}).get("runtimeRef") or {}).get("name") == runtime.name
+            ]
+        if not items:
+            return []
+        by_job: dict[str, list[dict[str, Any]]] = {}
+        for pod in self._pods():
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            by_job.setdefault(labels.get(c.JOBSET_NAME_LABEL, ""), []).append(pod)
+        cache: dict[str, types.Runtime] = {}
+        return [
+            self._to_sdk(i, by_job.get((i.get("metadata") or {}).get("name", ""), []), cache)
+            for i in items
+        ]
+
+    def get_job_logs(
+        self, name: str, follow: bool | None = False, step: str = c.NODE + "-0"
+    ) -> Iterator[str]:
+        if step not in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER) and not _NODE_STEP.match(step):
+            raise ValueError(
+                f"Invalid step {step!r}: use dataset-initializer, model-initializer or node-N"
+            )
+        pod_name = self._wait_for_step(name, step, bool(follow))
+        if pod_name is None:
+            return
+        container = re.sub(r"-\d+$", "", step)
+        path = f"/api/v1/namespaces/{quote(self.namespace)}/pods/{quote(pod_name)}/log"
+        what = f"read logs for the pod {self.namespace}/{pod_name}"
+        if not follow:
+            text = self._request_text(path, what, {"container": container})
+            yield from text.splitlines()
+            return
+        params = {"container": container, "follow": "true"}
+        try:
+            with self.http.stream(
+                "GET",
+                path,
+                params=params,
+                headers=self.conn.auth_headers(),
+                timeout=httpx.Timeout(c.DEFAULT_TIMEOUT, read=None),
+            ) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise ApiError(f"Failed to {what}: {_message(resp)}", resp.status_code)
+                yield from resp.iter_lines()
+        except httpx.TimeoutException as e:
+            raise TimeoutError(f"Timeout to {what}") from e
+        except httpx.HTTPError as e:
+            raise RuntimeError(f"Failed to {what}: {e}") from e
+
+    def _request_text(self, path: str, what: str, params: dict[str, str]) -> str:
+        try:
+            resp = self.http.get(path, params=params, headers=self.conn.auth_headers())
+        except httpx.TimeoutException as e:
+            raise TimeoutError(f"Timeout to {what}") from e
+        except httpx.HTTPError as e:
+            raise RuntimeError(f"Failed to {what}: {e}") from e
+        if resp.status_code >= 400:
+            raise ApiError(f"Failed to {what}: {_message(resp)}", resp.status_code)
+        return resp.text
+
+    def _wait_for_step(self, name: str, step: str, follow: bool) -> str | None:
+        """The pod of ``step`` once it left Pending; with ``follow``, wait for that."""
+        while True:
+            job = self.get_job(name)
+            for s in job.steps:
+                if s.name == step and s.status != c.POD_PENDING:
+                    return s.pod_name
+            if not follow or job.status in (c.TRAINJOB_COMPLETE, c.TRAINJOB_FAILED):
+                return None
+            time.sleep(self.poll_interval)
+
+    def get_job_events(self, name: str) -> list[types.Event]:
+        pods = {(p.get("metadata") or {}).get("name") for p in self._pods(name)}
+        items = (
+            self._request(
+                "GET",
+                f"/api/v1/namespaces/{quote(self.namespace)}/events",
+                f"get {c.TRAINJOB_KIND} events: {self.namespace}/{name}",
+            ).get("items")
+            or []
+        )
+        out = []
+        for ev in items:
+            obj = ev.get("involvedObject") or {}
+            kind, obj_name = obj.get("kind", ""), obj.get("name", "")
+            ours = (
+                (kind in (c.TRAINJOB_KIND, "JobSet") and obj_name == name)
+                or (kind == "Pod" and obj_name in pods)
+                or (kind in ("Job", "PodGroup") and str(obj_name).startswith(f"{name}-"))
+                or (kind == "PodGroup" and obj_name == name)
+            )
+            if not ours:
+                continue
+            when = (
+                ev.get("eventTime")
+                or ev.get("firstTimestamp")
+                or ev.get("lastTimestamp")
+                or (ev.get("metadata") or {}).get("creationTimestamp")
+            )
+            out.append(
+                types.Event(
+                    involved_object_kind=kind,
+                    involved_object_name=obj_name,
+                    message=ev.get("message") or "",
+                    reason=ev.get("reason") or "",
+                    event_time=parse_time(when),
+                )
+            )
+        out.sort(key=lambda e: e.event_time)
+        return out
+
+    def delete_job(self, name: str) -> None:
+        self._request(
+            "DELETE",
+            self._ns(c.TRAINJOB_PLURAL, name),
+            f"delete {c.TRAINJOB_KIND}: {self.namespace}/{name}",
+        )
+        logger.debug("%s %s/%s has been deleted", c.TRAINJOB_KIND, self.namespace, name)
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return f"{resp.status_code} {resp.text.strip()[:200]}"
+    if isinstance(body, dict) and body.get("message"):
+        return f"{resp.status_code} {body.get('reason') or ''}: {body['message']}".replace(
+            " : ", ": "
+        )
+    return f"{resp.status_code} {resp.reason_phrase}"
+
+
+def _step(pod: dict[str, Any], rt: types.Runtime) -> types.Step | None:
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    rjob = labels.get(c.JOBSET_RJOB_NAME_LABEL)
+    containers = (pod.get("spec") or {}).get("containers") or []
+    phase = (pod.get("status") or {}).get("phase")
+    pod_name = str(meta.get("name") or "")
+    if rjob in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
+        ctr = next((x for x in containers if x.get("name") == rjob), None)
+        step = types.Step(name=str(rjob), status=phase, pod_name=pod_name)
+    elif rjob in (c.LAUNCHER, c.NODE):
+        ctr = next((x for x in containers if x.get("name") == c.NODE), None)
+        index = int(
+            labels.get(c.JOB_INDEX_LABEL)
+            or (meta.get("annotations") or {}).get(c.JOB_INDEX_LABEL)
+            or 0
+        )
+        if rt.trainer.command and rt.trainer.command[0] == "mpirun" and rjob != c.LAUNCHER:
+            index += 1
+        step = types.Step(name=f"{c.NODE}-{index}", status=phase, pod_name=pod_name)
+    else:
+        return None
+    devices = runtimes.container_devices((ctr or {}).get("resources"))
+    if devices:
+        step.device, step.device_count = devices
+    for env in (ctr or {}).get("env") or ():
+        value = str(env.get("value") or "")
+        if env.get("name") == c.TORCH_ENV_NUM_PROC_PER_NODE and value.isdigit():
+            step.device_count = value
+    return step
+
+
+def _step_order(step: types.Step) -> tuple[int, int]:
+    order = {c.DATASET_INITIALIZER: 0, c.MODEL_INITIALIZER: 1}
+    m = _NODE_STEP.match(step.name)
+    return order.get(step.name, 2), int(m.group(1)) if m else -1

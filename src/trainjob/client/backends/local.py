@@ -1,0 +1,292 @@
+"""The ``local`` backend: TrainerClient over :class:`trainjob.local.executor.LocalExecutor`.
+
+Jobs are the same TrainJob manifests a cluster would get, run as processes on this machine (one
+per pod, multi-node included) by the local executor; this module maps the executor's state to
+the SDK's types: steps ``dataset-initializer``, ``model-initializer``, ``node-N`` (for MPI the
+launcher is ``node-0`` and the workers ``node-1..``), statuses Created/Running/Complete/Failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from trainjob.api.trainer import TrainJob as TrainJobModel
+from trainjob.client import builder, runtimes, status, types
+from trainjob.client import constants as c
+from trainjob.client.backends.base import RuntimeBackend, print_packages
+from trainjob.client.config import LocalProcessBackendConfig
+from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
+
+logger = logging.getLogger(__name__)
+
+_NODE_STEP = re.compile(r"^node-(\d+)$")
+
+
+def parse_time(value: str | None) -> datetime:
+    """An RFC 3339 timestamp (``2025-01-02T03:04:05Z``) as an aware datetime."""
+    if not value:
+        return datetime.fromtimestamp(0, UTC)
+    try:
+        out = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(0, UTC)
+    return out if out.tzinfo else out.replace(tzinfo=UTC)
+
+
+class LocalBackend(RuntimeBackend):
+    """TrainJobs as local processes; the store is shared with the CLI and other clients."""
+
+    name = "local"
+
+    def __init__(self, cfg: LocalProcessBackendConfig | None = None, executor: Any = None) -> None:
+        self.cfg = cfg or LocalProcessBackendConfig()
+        if executor is None:
+            from trainjob.local.executor import LocalExecutor
+
+            executor = LocalExecutor(self.cfg.home)
+        self.executor = executor
+        self.namespace = self.cfg.namespace
+
+    # -- runtimes -----------------------------------------------------------------------------
+
+    def list_runtimes(self) -> list[types.Runtime]:
+        out = []
+        for rt in self.executor.list_runtimes():
+            try:
+                out.append(runtimes.runtime_from_cr(rt.to_dict()))
+            except ValueError as e:
+                logger.warning("skipping runtime %s: %s", rt.metadata.name, e)
+        return out
+
+    def get_runtime(self, name: str) -> types.Runtime:
+        return runtimes.runtime_from_cr(self._runtime_cr(name).to_dict())
+
+    def _runtime_cr(self, name: str) -> Any:
+        try:
+            return self.executor.get_runtime(
+                name, kind=c.TRAINING_RUNTIME_KIND, namespace=self.namespace
+            )
+        except NotFoundError:
+            pass
+        try:
+            return self.executor.get_runtime(name, kind=c.CLUSTER_TRAINING_RUNTIME_KIND)
+        except NotFoundError as e:
+            known = ", ".join(sorted(r.metadata.name or "" for r in self.executor.list_runtimes()))
+            raise RuntimeError(f"Runtime {name!r} not found (runtimes: {known})") from e
+
+    def get_runtime_packages(self, runtime: types.Runtime) -> None:
+        if runtime.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
+            raise ValueError("Cannot get Runtime packages for BuiltinTrainer")
+        name = self.train(
+            runtime=runtime,
+            trainer=types.CustomTrainer(func=print_packages, num_nodes=1),
+        )
+        try:
+            self.wait_for_job_status(name, polling_interval=1)
+            print("\n".join(self.get_job_logs(name)))  # upstream prints these
+        finally:
+            self.delete_job(name)
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def train(
+        self,
+        runtime: str | types.Runtime | None = None,
+        initializer: types.Initializer | None = None,
+        trainer: types.CustomTrainer
+        | types.CustomTrainerContainer
+        | types.BuiltinTrainer
+        | None = None,
+        options: list[Any] | None = None,
+    ) -> str:
+        rt = self.resolve_runtime(runtime)
+        job = builder.build(
+            rt,
+            initializer,
+            trainer,
+            options,
+            namespace=self.namespace,
+            backend=self,
+            extra_env=self.cfg.env or None,
+        )
+        name = builder.job_name(job)
+        try:
+            self.executor.submit(builder.model(job), cwd=self.cfg.cwd or os.getcwd())
+        except InvalidError as e:
+            raise ValueError(str(e)) from e
+        except NotFoundError as e:
+            raise ValueError(str(e)) from e
+        except AlreadyExistsError as e:
+            raise RuntimeError(f"Failed to create TrainJob: {self.namespace}/{name}: {e}") from e
+        except ConfigError as e:
+            raise RuntimeError(f"Failed to create TrainJob: {self.namespace}/{name}: {e}") from e
+        logger.debug("TrainJob %s/%s has been created", self.namespace, name)
+        return name
+
+    def _not_found(self, name: str, e: Exception) -> RuntimeError:
+        return RuntimeError(f"TrainJob {self.namespace}/{name} not found")
+
+    def get_job(self, name: str) -> types.TrainJob:
+        try:
+            tj = self.executor.get(name, self.namespace)
+            state = self.executor.state(name, self.namespace)
+        except NotFoundError as e:
+            raise self._not_found(name, e) from e
+        return self._to_sdk(tj, state, {})
+
+    def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
+        cache: dict[str, types.Runtime] = {}
+        out = []
+        states = {s.name: s for s in self._states_with_pods()}
+        for tj in self.executor.list(self.namespace):
+            if runtime is not None and tj.spec.runtime_ref.name != runtime.name:
+                continue
+            state = states.get(tj.metadata.name or "")
+            if state is None:
+                continue  # deleted between the two reads
+            out.append(self._to_sdk(tj, state, cache))
+        return out
+
+    def _states_with_pods(self) -> list[Any]:
+        states = getattr(self.executor, "states_with_pods", None)
+        if states is not None:
+            return list(states(self.namespace))
+        out = []
+        for s in self.executor.states(self.namespace):
+            try:
+                out.append(self.executor.state(s.name, self.namespace))
+            except NotFoundError:
+                continue
+        return out
+
+    def _runtime_of(self, tj: TrainJobModel, cache: dict[str, types.Runtime]) -> types.Runtime:
+        ref = tj.spec.runtime_ref
+        key = f"{ref.kind}/{ref.name}"
+        if key not in cache:
+            try:
+                kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
+                ns = self.namespace if kind == c.TRAINING_RUNTIME_KIND else None
+                cr = self.executor.get_runtime(ref.name, kind=kind, namespace=ns)
+                cache[key] = runtimes.runtime_from_cr(cr.to_dict())
+            except (NotFoundError, ValueError):
+                trainer = types.RuntimeTrainer(
+                    trainer_type=types.TrainerType.CUSTOM_TRAINER,
+                    framework=c.UNKNOWN,
+                    image=c.UNKNOWN,
+                )
+                cache[key] = types.Runtime(name=ref.name, trainer=trainer)
+        return cache[key]
+
+    def _to_sdk(
+        self, tj: TrainJobModel, state: Any, cache: dict[str, types.Runtime]
+    ) -> types.TrainJob:
+        rt = self._runtime_of(tj, cache)
+        trainer = tj.spec.trainer
+        num_nodes = (trainer.num_nodes if trainer and trainer.num_nodes else None) or (
+            rt.trainer.num_nodes
+        )
+        devices = None
+        if trainer and trainer.resources_per_node:
+            devices = runtimes.container_devices(trainer.resources_per_node.to_dict())
+        steps = self._steps(state, devices, rt)
+        if state.phase in (c.TRAINJOB_COMPLETE, c.TRAINJOB_FAILED):
+            job_status = state.phase
+        else:
+            conditions = (
+                [{"type": "Suspended", "status": "True"}] if state.phase == "Suspended" else []
+            )
+            job_status = status.job_status(conditions, steps, num_nodes)
+        return types.TrainJob(
+            name=tj.metadata.name or state.name,
+            runtime=rt,
+            steps=steps,
+            num_nodes=num_nodes,
+            creation_timestamp=parse_time(state.created),
+            status=job_status,
+        )
+
+    def _steps(
+        self, state: Any, devices: tuple[str, str] | None, rt: types.Runtime
+    ) -> list[types.Step]:
+        has_launcher = any(p.job == c.LAUNCHER for p in state.pods)
+        steps = []
+        for pod in sorted(state.pods, key=lambda p: (p.job, p.job_index, p.index)):
+            if pod.job in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
+                steps.append(types.Step(name=pod.job, status=pod.phase, pod_name=pod.name))
+                continue
+            if pod.job == c.LAUNCHER:
+                name = f"{c.NODE}-0"
+            elif pod.job == c.NODE:
+                name = f"{c.NODE}-{pod.index + 1 if has_launcher else pod.index}"
+            else:
+                continue
+            step = types.Step(name=name, status=pod.phase, pod_name=pod.name)
+            if devices:
+                step.device, step.device_count = devices
+            elif rt.trainer.device != c.UNKNOWN:
+                step.device = rt.trainer.device
+            steps.append(step)
+        order = {c.DATASET_INITIALIZER: 0, c.MODEL_INITIALIZER: 1}
+        steps.sort(key=lambda s: (order.get(s.name, 2), _node_index(s.name)))
+        return steps
+
+    def _pod_of_step(self, name: str, step: str) -> tuple[str, int]:
+        if step in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
+            return step, 0
+        m = _NODE_STEP.match(step)
+        if not m:
+            raise ValueError(
+                f"Invalid step {step!r}: use dataset-initializer, model-initializer or node-N"
+            )
+        index = int(m.group(1))
+        try:
+            state = self.executor.state(name, self.namespace)
+        except NotFoundError as e:
+            raise self._not_found(name, e) from e
+        if any(p.job == c.LAUNCHER for p in state.pods):
+            return (c.LAUNCHER, 0) if index == 0 else (c.NODE, index - 1)
+        return c.NODE, index
+
+    def get_job_logs(
+        self, name: str, follow: bool | None = False, step: str = c.NODE + "-0"
+    ) -> Iterator[str]:
+        job, index = self._pod_of_step(name, step)
+        try:
+            yield from self.executor.logs(
+                name, self.namespace, job=job, index=index, follow=bool(follow)
+            )
+        except NotFoundError as e:
+            raise self._not_found(name, e) from e
+
+    def get_job_events(self, name: str) -> list[types.Event]:
+        try:
+            events = self.executor.events(name, self.namespace)
+        except NotFoundError as e:
+            raise self._not_found(name, e) from e
+        return [
+            types.Event(
+                involved_object_kind=ev.involved_kind,
+                involved_object_name=ev.involved_name or name,
+                message=ev.message,
+                reason=ev.reason,
+                event_time=parse_time(ev.timestamp),
+            )
+            for ev in events
+        ]
+
+    def delete_job(self, name: str) -> None:
+        try:
+            self.executor.delete(name, self.namespace)
+        except NotFoundError as e:
+            raise self._not_found(name, e) from e
+        logger.debug("TrainJob %s/%s has been deleted", self.namespace, name)
+
+
+def _node_index(step: str) -> int:
+    m = _NODE_STEP.match(step)
+    return int(m.group(1)) if m else -1

@@ -1,0 +1,417 @@
+"""``train(...)`` arguments -> the ``trainer.kubeflow.org/v1alpha1`` TrainJob to submit. Pure.
+
+The TrainJob is the one upstream's Kubernetes backend builds: a CustomTrainer's function becomes
+``spec.trainer.command`` (``bash -c`` script that writes the function to a file and runs it with
+``torchrun``, ``mpirun ... python`` or ``python``, after an optional ``pip install``); a
+BuiltinTrainer becomes the runtime's ``tune run`` plus ``key=value`` overrides; initializers
+become ``spec.initializer``. Two deliberate differences: every user string that reaches a shell
+is quoted with ``shlex.quote``, and a function that cannot run elsewhere is refused here (see
+``client.function``). Called by both backends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import shlex
+import string
+import textwrap
+import uuid
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlparse
+
+from trainjob.api import load, validation
+from trainjob.api.trainer import TrainJob as TrainJobModel
+from trainjob.client import constants as c
+from trainjob.client import function, runtimes, types
+from trainjob.errors import InvalidError
+
+AnyTrainer = types.CustomTrainer | types.CustomTrainerContainer | types.BuiltinTrainer
+
+
+def generate_name() -> str:
+    """A random TrainJob name: a lowercase letter + 11 hex characters (12 in all), as upstream."""
+    return random.choice(string.ascii_lowercase) + uuid.uuid4().hex[: c.JOB_NAME_UUID_LENGTH]
+
+
+# ---------------------------------------------------------------------------------------------
+# CustomTrainer
+
+
+def pip_install_script(
+    packages: Sequence[str], index_urls: Sequence[str], log_file: str = "pip_install.log"
+) -> str:
+    """The bash prefix that installs ``packages`` (user site first, then system-wide)."""
+    if not index_urls:
+        raise ValueError("pip_index_urls must name at least one package index")
+    pkgs = " ".join(shlex.quote(str(p)) for p in packages)
+    opts = " ".join(
+        [f"--index-url {shlex.quote(str(index_urls[0]))}"]
+        + [f"--extra-index-url {shlex.quote(str(u))}" for u in index_urls[1:]]
+    )
+    header = textwrap.dedent(
+        """
+        if ! [ -x "$(command -v pip)" ]; then
+            python -m ensurepip || python -m ensurepip --user || apt-get install python-pip
+        fi
+
+        """
+    )
+    pip = "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install"
+    body = textwrap.dedent(
+        f"""
+        PACKAGES=({pkgs})
+        PIP_OPTS=({opts})
+        LOG_FILE={_dq(log_file)}
+        rm -f "$LOG_FILE"
+
+        if {pip} --quiet \\
+            --no-warn-script-location "${{PIP_OPTS[@]}}" --user "${{PACKAGES[@]}}" >"$LOG_FILE" 2>&1; then
+            echo "Successfully installed Python packages (user): ${{PACKAGES[*]}}"
+        elif {pip} --quiet \\
+            --no-warn-script-location "${{PIP_OPTS[@]}}" "${{PACKAGES[@]}}" >>"$LOG_FILE" 2>&1; then
+            echo "Successfully installed Python packages (system-wide): ${{PACKAGES[*]}}"
+        else
+            echo "ERROR: Failed to install Python packages: ${{PACKAGES[*]}}" >&2
+            cat "$LOG_FILE" >&2
+            exit 1
+        fi
+
+        """
+    )
+    return header + body
+
+
+def _dq(value: str) -> str:
+    """``"value"`` as upstream writes it when that is safe in bash, else shell-quoted."""
+    return f'"{value}"' if shlex.quote(value) == value else shlex.quote(value)
+
+
+def function_command(
+    runtime: types.Runtime,
+    func: Any,
+    func_args: dict[str, Any] | None,
+    pip_index_urls: Sequence[str],
+    packages_to_install: Sequence[str] | None,
+) -> list[str]:
+    """The trainer container command that runs ``func(**func_args)`` on ``runtime``."""
+    shipped = function.ship(func, func_args)
+    command = runtime.trainer.command
+    if not command:
+        raise ValueError(f"Runtime {runtime.name} has no trainer command")
+    is_mpi = command[0] == "mpirun"
+    log_file = (
+        os.path.join(c.DEFAULT_MPI_USER_HOME, "pip_install.log") if is_mpi else "pip_install.log"
+    )
+    install = ""
+    if packages_to_install:
+        install = pip_install_script(packages_to_install, pip_index_urls, log_file)
+    out: list[str] = []
+    for part in command:
+        if "{func_file}" in part:
+            script = part.format(
+                func_code=shlex.quote(shipped.script), func_file=shlex.quote(shipped.file_name)
+            )
+            out.append(install + script)
+        else:
+            out.append(part)
+    return out
+
+
+def _env_list(env: dict[str, str] | None) -> list[dict[str, str]] | None:
+    if not env:
+        return None
+    out = []
+    for key, value in env.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"env names must be non-empty strings, got {key!r}")
+        out.append({"name": key, "value": str(value)})
+    return out
+
+
+def custom_trainer(
+    runtime: types.Runtime, trainer: types.CustomTrainer | types.CustomTrainerContainer
+) -> dict[str, Any]:
+    """``spec.trainer`` for a CustomTrainer or CustomTrainerContainer."""
+    out: dict[str, Any] = {}
+    if trainer.num_nodes:
+        out["numNodes"] = _positive("num_nodes", trainer.num_nodes)
+    if trainer.resources_per_node:
+        out["resourcesPerNode"] = runtimes.resources_per_node(trainer.resources_per_node)
+    if isinstance(trainer, types.CustomTrainer):
+        out["command"] = function_command(
+            runtime,
+            trainer.func,
+            trainer.func_args,
+            trainer.pip_index_urls,
+            trainer.packages_to_install,
+        )
+        if trainer.image:
+            out["image"] = trainer.image
+    else:
+        if not trainer.image:
+            raise ValueError("CustomTrainerContainer needs an image")
+        out["image"] = trainer.image
+    env = _env_list(trainer.env)
+    if env:
+        out["env"] = env
+    return out
+
+
+def _positive(field: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{field} must be a positive integer, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# BuiltinTrainer (TorchTune)
+
+
+def _enum_value(value: Any, enum: type[Any], what: str) -> str:
+    if isinstance(value, enum):
+        return str(value.value)
+    try:
+        return str(enum(value).value)
+    except ValueError:
+        raise ValueError(f"Invalid {what}: {value}.") from None
+
+
+def torchtune_args(
+    config: types.TorchTuneConfig, initializer: types.Initializer | None = None
+) -> list[str]:
+    """The ``key=value`` overrides the torchtune runtime plugin merges into the recipe config."""
+    args: list[str] = []
+    if config.dtype:
+        args.append(f"dtype={_enum_value(config.dtype, types.DataType, 'dtype')}")
+    if config.batch_size:
+        args.append(f"batch_size={_positive('batch_size', config.batch_size)}")
+    if config.epochs:
+        args.append(f"epochs={_positive('epochs', config.epochs)}")
+    if config.loss:
+        args.append(f"loss={_enum_value(config.loss, types.Loss, 'loss')}")
+    if initializer is not None and isinstance(
+        initializer.dataset, types.HuggingFaceDatasetInitializer
+    ):
+        uri = initializer.dataset.storage_uri
+        uri = uri if uri.startswith("hf://") else "hf://" + uri
+        parts = urlparse(uri).path.strip("/").split("/")
+        rel = "/".join(parts[1:]) if len(parts) > 1 else "."
+        key = "data_files" if rel != "." and "." in rel else "data_dir"
+        args.append(f"dataset.{key}={os.path.join(c.DATASET_PATH, rel)}")
+    if config.peft_config is not None:
+        args += lora_args(config.peft_config)
+    if config.dataset_preprocess_config is not None:
+        args += dataset_args(config.dataset_preprocess_config)
+    return args
+
+
+def lora_args(peft: types.LoraConfig) -> list[str]:
+    if not isinstance(peft, types.LoraConfig):
+        raise ValueError(f"Invalid PEFT config type: {type(peft)}.")
+    args = []
+    for name in (
+        "apply_lora_to_mlp",
+        "apply_lora_to_output",
+        "lora_rank",
+        "lora_alpha",
+        "lora_dropout",
+        "quantize_base",
+        "use_dora",
+    ):
+        value = getattr(peft, name)
+        if value is not None:
+            args.append(f"model.{name}={value}")
+    if peft.lora_attn_modules:
+        args.append(f"model.lora_attn_modules=[{','.join(peft.lora_attn_modules)}]")
+    return args
+
+
+def dataset_args(ds: types.TorchTuneInstructDataset) -> list[str]:
+    if not isinstance(ds, types.TorchTuneInstructDataset):
+        raise ValueError(f"Invalid dataset preprocess config type: {type(ds)}.")
+    args = [f"dataset={c.TORCH_TUNE_INSTRUCT_DATASET}"]
+    if ds.source:
+        args.append(f"dataset.source={_enum_value(ds.source, types.DataFormat, 'data format')}")
+    if ds.split:
+        args.append(f"dataset.split={ds.split}")
+    if ds.train_on_input is not None:
+        args.append(f"dataset.train_on_input={ds.train_on_input}")
+    if ds.new_system_prompt:
+        args.append(f"dataset.new_system_prompt={ds.new_system_prompt}")
+    if ds.column_map:
+        args.append(f"dataset.column_map={ds.column_map}")
+    return args
+
+
+def builtin_trainer(
+    runtime: types.Runtime,
+    trainer: types.BuiltinTrainer,
+    initializer: types.Initializer | None = None,
+) -> dict[str, Any]:
+    """``spec.trainer`` for a BuiltinTrainer: the runtime's command plus config overrides."""
+    config = trainer.config
+    if not isinstance(config, types.TorchTuneConfig):
+        raise ValueError(f"The BuiltinTrainer config is invalid: {config}")
+    out: dict[str, Any] = {}
+    if config.num_nodes:
+        out["numNodes"] = _positive("num_nodes", config.num_nodes)
+    if config.resources_per_node:
+        out["resourcesPerNode"] = runtimes.resources_per_node(config.resources_per_node)
+    out["command"] = list(runtime.trainer.command)
+    out["args"] = torchtune_args(config, initializer)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Initializers
+
+
+def initializer_env(init: types.BaseInitializer, skip: set[str]) -> list[dict[str, str]]:
+    """Optional initializer fields as env vars: NAME upper-cased, lists joined with ','."""
+    env = []
+    for f in dataclasses.fields(init):
+        if f.name in skip:
+            continue
+        value = getattr(init, f.name)
+        if value is None:
+            continue
+        if isinstance(value, list):
+            value = ",".join(str(v) for v in value)
+        env.append({"name": f.name.upper(), "value": str(value)})
+    return env
+
+
+def dataset_initializer(ds: Any) -> dict[str, Any]:
+    if isinstance(ds, types.HuggingFaceDatasetInitializer | types.S3DatasetInitializer):
+        out: dict[str, Any] = {"storageUri": ds.storage_uri}
+        env = initializer_env(ds, {"storage_uri"})
+    elif isinstance(ds, types.DataCacheInitializer):
+        out = {"storageUri": ds.storage_uri}
+        env = [
+            {"name": "CLUSTER_SIZE", "value": str(ds.num_data_nodes + 1)},
+            {"name": "METADATA_LOC", "value": ds.metadata_loc},
+            *initializer_env(ds, {"storage_uri", "metadata_loc", "num_data_nodes"}),
+        ]
+    else:
+        raise ValueError(f"Dataset initializer type is invalid: {type(ds)}")
+    if env:
+        out["env"] = env
+    return out
+
+
+def model_initializer(model: Any) -> dict[str, Any]:
+    if not isinstance(model, types.HuggingFaceModelInitializer | types.S3ModelInitializer):
+        raise ValueError(f"Model initializer type is invalid: {type(model)}")
+    out: dict[str, Any] = {"storageUri": model.storage_uri}
+    env = initializer_env(model, {"storage_uri"})
+    if env:
+        out["env"] = env
+    return out
+
+
+def initializer_spec(init: types.Initializer | None) -> dict[str, Any] | None:
+    if init is None:
+        return None
+    if not isinstance(init, types.Initializer):
+        raise ValueError(f"initializer must be an Initializer, got {type(init).__name__}")
+    out: dict[str, Any] = {}
+    if init.dataset is not None:
+        out["dataset"] = dataset_initializer(init.dataset)
+    if init.model is not None:
+        out["model"] = model_initializer(init.model)
+    return out or None
+
+
+# ---------------------------------------------------------------------------------------------
+# The TrainJob
+
+
+def trainer_spec(
+    runtime: types.Runtime, trainer: AnyTrainer | None, initializer: types.Initializer | None
+) -> dict[str, Any]:
+    """``spec.trainer`` for any trainer; raises ValueError when it does not fit the runtime."""
+    if trainer is None:
+        return {}
+    if isinstance(trainer, types.CustomTrainer | types.CustomTrainerContainer):
+        if runtime.trainer.trainer_type != types.TrainerType.CUSTOM_TRAINER:
+            raise ValueError(
+                f"{type(trainer).__name__} can't be used with {runtime.name} runtime: it runs "
+                f"a {runtime.trainer.trainer_type.value} ({runtime.trainer.framework})"
+            )
+        return custom_trainer(runtime, trainer)
+    if isinstance(trainer, types.BuiltinTrainer):
+        if runtime.trainer.trainer_type != types.TrainerType.BUILTIN_TRAINER:
+            raise ValueError(
+                f"BuiltinTrainer can't be used with {runtime.name} runtime: it runs a "
+                f"{runtime.trainer.trainer_type.value} ({runtime.trainer.framework})"
+            )
+        return builtin_trainer(runtime, trainer, initializer)
+    raise ValueError(
+        f"The trainer type {type(trainer)} is not supported. "
+        "Please use CustomTrainer, CustomTrainerContainer or BuiltinTrainer."
+    )
+
+
+def build(
+    runtime: types.Runtime,
+    initializer: types.Initializer | None = None,
+    trainer: AnyTrainer | None = None,
+    options: Sequence[Any] | None = None,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    backend: Any = None,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The TrainJob to submit, as the dict Kubernetes would store. Raises ValueError if invalid.
+
+    ``extra_env`` (a backend config's ``env``) goes before the trainer's env, which wins.
+    """
+    spec: dict[str, Any] = {"runtimeRef": {"name": runtime.name}}
+    if runtime.kind == types.RuntimeKind.TRAINING_RUNTIME:
+        spec["runtimeRef"].update(apiGroup=c.GROUP, kind=c.TRAINING_RUNTIME_KIND)
+    tspec = trainer_spec(runtime, trainer, initializer)
+    if extra_env:
+        own = {e["name"] for e in tspec.get("env") or ()}
+        base = [e for e in _env_list(extra_env) or () if e["name"] not in own]
+        tspec["env"] = base + list(tspec.get("env") or ())
+    if tspec:
+        spec["trainer"] = tspec
+    init = initializer_spec(initializer)
+    if init:
+        spec["initializer"] = init
+    metadata: dict[str, Any] = {"name": name or generate_name()}
+    if namespace:
+        metadata["namespace"] = namespace
+    job: dict[str, Any] = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB_KIND,
+        "metadata": metadata,
+        "spec": spec,
+    }
+    for option in options or ():
+        if not callable(option):
+            raise ValueError(f"Invalid option {option!r}: options must be callables")
+        option(job, trainer, backend)
+    model(job)  # validate now: errors before submission, as field paths
+    return job
+
+
+def model(job: dict[str, Any]) -> TrainJobModel:
+    """The TrainJob dict as the API model; ValueError listing every invalid field."""
+    try:
+        tj = load.parse(job)
+    except InvalidError as e:
+        raise ValueError(str(e)) from None
+    assert isinstance(tj, TrainJobModel)
+    errors = validation.validate_trainjob(tj)
+    if errors:
+        raise ValueError(str(InvalidError(errors, f"{c.TRAINJOB_KIND}.{c.GROUP}", job_name(job))))
+    return tj
+
+
+def job_name(job: dict[str, Any]) -> str:
+    return str((job.get("metadata") or {}).get("name") or "")

@@ -1,0 +1,179 @@
+"""``TrainerClient``: the upstream Kubeflow SDK's client, over the local or Kubernetes backend.
+
+Method names, parameters and return types are upstream's (``kubeflow.trainer.TrainerClient``),
+so code written for the Kubeflow SDK runs with only its import changed. Each method forwards to
+``self.backend``; with no ``backend_config`` the backend is picked by
+:func:`trainjob.client.config.default_backend_config` (local unless a cluster is configured).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from trainjob.client import constants as c
+from trainjob.client import types
+from trainjob.client.backends.base import RuntimeBackend
+from trainjob.client.config import (
+    KubernetesBackendConfig,
+    LocalProcessBackendConfig,
+    default_backend_config,
+)
+from trainjob.client.progress import ProgressDisplay
+
+logger = logging.getLogger(__name__)
+
+
+class TrainerClient:
+    """Create, watch and delete TrainJobs.
+
+    Example::
+
+        from trainjob import TrainerClient, CustomTrainer
+
+        def train():
+            import torch.distributed as dist
+            ...
+
+        client = TrainerClient()
+        name = client.train(trainer=CustomTrainer(func=train, num_nodes=2))
+        client.wait_for_job_status(name, show_progress=True)
+        for line in client.get_job_logs(name, follow=True):
+            print(line)
+
+    Parameters:
+        backend_config: (optional) ``LocalProcessBackendConfig`` (alias ``LocalBackendConfig``)
+            or ``KubernetesBackendConfig``. Default: ``$TRAINJOB_BACKEND`` if set, else
+            Kubernetes when a kubeconfig or in-cluster config exists, else local.
+
+    Raises:
+        ValueError: the backend config is not one of these.
+    """
+
+    def __init__(
+        self,
+        backend_config: LocalProcessBackendConfig | KubernetesBackendConfig | None = None,
+    ) -> None:
+        if not backend_config:
+            backend_config = default_backend_config()
+        self.backend: RuntimeBackend
+        if isinstance(backend_config, KubernetesBackendConfig):
+            from trainjob.client.backends.kubernetes import KubernetesBackend
+
+            self.backend = KubernetesBackend(backend_config)
+        elif isinstance(backend_config, LocalProcessBackendConfig):
+            from trainjob.client.backends.local import LocalBackend
+
+            self.backend = LocalBackend(backend_config)
+        else:
+            raise ValueError(f"Invalid backend config '{backend_config}'")
+
+    def list_runtimes(self) -> list[types.Runtime]:
+        """The available runtimes (``[]`` if none)."""
+        return self.backend.list_runtimes()
+
+    def get_runtime(self, name: str) -> types.Runtime:
+        """The runtime named ``name`` (a namespaced TrainingRuntime first, then cluster-wide)."""
+        return self.backend.get_runtime(name=name)
+
+    def get_runtime_packages(self, runtime: types.Runtime) -> None:
+        """Print the runtime's Python version, installed packages and GPUs (runs a small job)."""
+        return self.backend.get_runtime_packages(runtime=runtime)
+
+    def train(
+        self,
+        runtime: str | types.Runtime | None = None,
+        initializer: types.Initializer | None = None,
+        trainer: types.CustomTrainer
+        | types.CustomTrainerContainer
+        | types.BuiltinTrainer
+        | None = None,
+        options: list[Any] | None = None,
+    ) -> str:
+        """Create a TrainJob and return its name.
+
+        Parameters:
+            runtime: (optional) A Runtime or runtime name; default ``torch-distributed``
+                (``$DEFAULT_TRAINING_RUNTIME``).
+            initializer: (optional) Dataset and model initializers.
+            trainer: (optional) CustomTrainer, CustomTrainerContainer or BuiltinTrainer;
+                without one the runtime runs as it is.
+            options: (optional) Options such as ``Name``, ``Labels``, ``RuntimePatch``.
+
+        Raises:
+            ValueError: invalid input (checked before anything is submitted).
+            TimeoutError: the backend did not answer in time.
+            RuntimeError: the TrainJob could not be created.
+        """
+        return self.backend.train(
+            runtime=runtime, initializer=initializer, trainer=trainer, options=options
+        )
+
+    def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
+        """The TrainJobs (of ``runtime`` only, when given)."""
+        return self.backend.list_jobs(runtime=runtime)
+
+    def get_job(self, name: str) -> types.TrainJob:
+        """The TrainJob named ``name``."""
+        return self.backend.get_job(name=name)
+
+    def get_job_logs(
+        self, name: str, step: str = c.NODE + "-0", follow: bool | None = False
+    ) -> Iterator[str]:
+        """Log lines of one step (``node-0``, ``node-1``, ``dataset-initializer``...).
+
+        With ``follow=True`` it waits for a pending step and yields lines as they are written,
+        until the step ends.
+        """
+        return self.backend.get_job_logs(name=name, follow=follow, step=step)
+
+    def get_job_events(self, name: str) -> list[types.Event]:
+        """Events about the TrainJob and its pods, oldest first."""
+        return self.backend.get_job_events(name=name)
+
+    def wait_for_job_status(
+        self,
+        name: str,
+        status: set[str] = {c.TRAINJOB_COMPLETE},  # noqa: B006 - upstream's signature
+        timeout: int = 600,
+        polling_interval: int = 2,
+        callbacks: list[Callable[[types.TrainJob], None]] | None = None,
+        show_progress: bool = False,
+    ) -> types.TrainJob:
+        """Wait until the TrainJob reaches one of ``status`` and return it.
+
+        Parameters:
+            status: Subset of Created, Running, Complete, Failed.
+            timeout: Seconds to wait at most.
+            polling_interval: Seconds between checks.
+            callbacks: (optional) Called with the TrainJob at every check.
+            show_progress: Show steps, status and elapsed time (a live table in a terminal, an
+                updating line in a notebook, lines otherwise).
+
+        Raises:
+            ValueError: invalid arguments.
+            RuntimeError: the job Failed (and Failed is not in ``status``) or cannot be read.
+            TimeoutError: ``timeout`` passed.
+        """
+        callbacks = list(callbacks or [])
+        if not show_progress:
+            return self.backend.wait_for_job_status(
+                name=name,
+                status=status,
+                timeout=timeout,
+                polling_interval=polling_interval,
+                callbacks=callbacks,
+            )
+        with ProgressDisplay() as progress:
+            return self.backend.wait_for_job_status(
+                name=name,
+                status=status,
+                timeout=timeout,
+                polling_interval=polling_interval,
+                callbacks=[progress, *callbacks],
+            )
+
+    def delete_job(self, name: str) -> None:
+        """Delete the TrainJob, its processes or pods, and its logs."""
+        return self.backend.delete_job(name=name)

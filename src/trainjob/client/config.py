@@ -1,0 +1,114 @@
+"""Backend configurations and the rule that picks a backend when none is given.
+
+``LocalProcessBackendConfig`` and ``KubernetesBackendConfig`` carry upstream's names and fields
+(``LocalBackendConfig`` is our shorter alias of the first). With no config,
+:class:`trainjob.TrainerClient` uses :func:`default_backend_config`:
+
+1. ``TRAINJOB_BACKEND=local`` or ``TRAINJOB_BACKEND=kubernetes`` forces that backend;
+2. else ``kubernetes`` when a cluster is configured: a kubeconfig file named by ``$KUBECONFIG``
+   or at ``~/.kube/config`` exists, or this process runs in a pod (in-cluster config);
+3. else ``local``.
+
+The choice is logged (``logging.info``) with its reason. Called by ``client.client``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+logger = logging.getLogger(__name__)
+
+ENV_BACKEND = "TRAINJOB_BACKEND"
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+class LocalProcessBackendConfig(BaseModel):
+    """Run TrainJobs as processes on this machine (the local executor).
+
+    Args:
+        cleanup_venv: Accepted for compatibility with upstream; trainjob makes no venv.
+        env: Environment variables added to every training node (the trainer's env wins).
+        home: Where jobs, logs and the store live (``$TRAINJOB_HOME``, else ``~/.trainjob``).
+        namespace: Namespace of the jobs in the local store (``default``).
+        cwd: Working directory of the jobs' processes (default: this process's).
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    cleanup_venv: bool = True
+    env: dict[str, str] = Field(default_factory=dict)
+    home: Path | None = None
+    namespace: str = "default"
+    cwd: str | None = None
+
+
+LocalBackendConfig = LocalProcessBackendConfig
+
+
+class KubernetesBackendConfig(BaseModel):
+    """Run TrainJobs on a Kubernetes cluster with trainjob's (or upstream's) controller.
+
+    Args:
+        namespace: Namespace of the TrainJobs (default: the kubeconfig context's, the pod's
+            namespace in-cluster, else ``default``).
+        config_file: A kubeconfig file (default: ``$KUBECONFIG``, else ``~/.kube/config``).
+        context: A kubeconfig context (default: the current one).
+        client_configuration: A ``kubernetes.client.Configuration`` whose host, token and TLS
+            settings are used instead of a kubeconfig (the ``kubernetes`` package is optional).
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    namespace: str | None = None
+    config_file: str | None = None
+    context: str | None = None
+    client_configuration: Any = None
+
+
+def kubeconfig_paths(env: Mapping[str, str] | None = None) -> list[Path]:
+    """The kubeconfig files in effect: ``$KUBECONFIG`` (a path list), else ``~/.kube/config``."""
+    environ: Mapping[str, str] = os.environ if env is None else env
+    value = environ.get("KUBECONFIG")
+    if value:
+        return [Path(p).expanduser() for p in value.split(os.pathsep) if p]
+    return [Path(environ.get("HOME") or Path.home()) / ".kube" / "config"]
+
+
+def in_cluster(env: Mapping[str, str] | None = None, sa_dir: Path = SERVICE_ACCOUNT_DIR) -> bool:
+    """Whether this process runs in a pod with a service account token."""
+    environ: Mapping[str, str] = os.environ if env is None else env
+    return bool(environ.get("KUBERNETES_SERVICE_HOST")) and (sa_dir / "token").is_file()
+
+
+def default_backend_config(
+    env: Mapping[str, str] | None = None, sa_dir: Path = SERVICE_ACCOUNT_DIR
+) -> LocalProcessBackendConfig | KubernetesBackendConfig:
+    """The backend to use when the caller named none (rule in the module docstring)."""
+    env = os.environ if env is None else env
+    forced = (env.get(ENV_BACKEND) or "").strip().lower()
+    if forced:
+        if forced == "local":
+            logger.info("TrainerClient backend: local (%s=local)", ENV_BACKEND)
+            return LocalProcessBackendConfig()
+        if forced in ("kubernetes", "k8s"):
+            logger.info("TrainerClient backend: kubernetes (%s=%s)", ENV_BACKEND, forced)
+            return KubernetesBackendConfig()
+        raise ValueError(f"{ENV_BACKEND}={forced!r} is not a backend; use 'local' or 'kubernetes'")
+    found = [p for p in kubeconfig_paths(env) if p.is_file()]
+    if found:
+        logger.info("TrainerClient backend: kubernetes (kubeconfig %s)", found[0])
+        return KubernetesBackendConfig()
+    if in_cluster(env, sa_dir):
+        logger.info("TrainerClient backend: kubernetes (in-cluster service account)")
+        return KubernetesBackendConfig()
+    logger.info(
+        "TrainerClient backend: local (no kubeconfig and not in a cluster; set %s to choose)",
+        ENV_BACKEND,
+    )
+    return LocalProcessBackendConfig()

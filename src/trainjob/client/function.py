@@ -1,0 +1,172 @@
+"""Ship a CustomTrainer's Python function: check it can run elsewhere, then render its script.
+
+The function travels as source code (``inspect.getsource`` + ``textwrap.dedent``) followed by one
+call line, as upstream's SDK does; it runs in another process, on another machine, with none of
+the caller's variables. Everything that would fail there is refused here, before submission, with
+a ``ValueError`` that names the problem and the fix:
+
+- not a plain ``def`` (a lambda, a method, a builtin, a ``functools.partial``, a coroutine);
+- no source available (defined in the interactive interpreter or through ``exec``);
+- decorated (the decorator would not exist where it runs);
+- a closure over variables of an enclosing function;
+- names taken from its module (module-level imports, constants, helpers);
+- ``func_args`` that are not Python literals or do not fit the signature.
+
+Called by :mod:`trainjob.client.builder`.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dis
+import inspect
+import os
+import textwrap
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+_FIX_DEFINE = "define it with `def` at the top level of a .py file or a notebook cell"
+_FIX_IMPORTS = "import modules and define helpers inside the function body"
+
+
+@dataclass(frozen=True)
+class ShippedFunction:
+    """A function ready to ship: its script (source + call line) and the file name to use."""
+
+    name: str
+    script: str
+    file_name: str
+
+
+def ship(func: Any, func_args: dict[str, Any] | None) -> ShippedFunction:
+    """Check ``func`` (and ``func_args``) can run in another process; return its script.
+
+    Raises ``ValueError`` naming the problem and the fix.
+    """
+    what = _describe(func)
+    if not callable(func):
+        raise ValueError(f"Training function must be callable, got function type: {type(func)}")
+    if not isinstance(func, types.FunctionType):
+        kind = "a bound method" if inspect.ismethod(func) else f"a {type(func).__name__}"
+        raise ValueError(
+            f"Cannot ship {what} as a training function: it is {kind}, not a plain function; "
+            f"{_FIX_DEFINE} and pass its arguments with func_args"
+        )
+    if func.__name__ == "<lambda>":
+        raise ValueError(
+            f"Cannot ship {what} as a training function: lambdas cannot be shipped; {_FIX_DEFINE}"
+        )
+    if inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func):
+        raise ValueError(
+            f"Cannot ship {what}: an async function would not run; make it a plain `def`"
+        )
+    if func.__code__.co_freevars:
+        names = ", ".join(func.__code__.co_freevars)
+        raise ValueError(
+            f"Cannot ship {what}: it uses variables of its enclosing function ({names}), which "
+            f"do not exist where it runs; pass them with func_args, or {_FIX_DEFINE}"
+        )
+    source = _source(func, what)
+    tree = ast.parse(source)
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef) or node.name != func.__name__:
+        raise ValueError(
+            f"Cannot ship {what}: its source does not start with `def {func.__name__}`; "
+            f"{_FIX_DEFINE}"
+        )
+    if node.decorator_list:
+        raise ValueError(
+            f"Cannot ship {what}: it is decorated, and the decorator would not exist where it "
+            "runs; remove the decorator (or apply it inside the function)"
+        )
+    module_names = sorted(_module_globals(func))
+    if module_names:
+        raise ValueError(
+            f"Cannot ship {what}: it uses names from its module ({', '.join(module_names)}), "
+            f"which do not exist where it runs; {_FIX_IMPORTS}, or pass values with func_args"
+        )
+    call = f"{func.__name__}()" if func_args is None else _call_line(func, what, func_args)
+    return ShippedFunction(
+        name=func.__name__,
+        script=f"{source}\n{call}\n",
+        file_name=_file_name(func),
+    )
+
+
+def _describe(func: Any) -> str:
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+    return f"function {name!r}" if name else repr(func)
+
+
+def _source(func: types.FunctionType, what: str) -> str:
+    try:
+        source = inspect.getsource(func)
+    except (OSError, TypeError) as e:
+        where = func.__code__.co_filename
+        raise ValueError(
+            f"Cannot ship {what}: its source code is not available (defined in {where}); "
+            f"{_FIX_DEFINE}"
+        ) from e
+    source = textwrap.dedent(source)
+    try:
+        compile(source, func.__code__.co_filename, "exec")
+    except SyntaxError as e:
+        raise ValueError(
+            f"Cannot ship {what}: its source does not parse on its own ({e.msg}); {_FIX_DEFINE}"
+        ) from e
+    return source
+
+
+def _loaded_globals(code: types.CodeType) -> Iterator[str]:
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"):
+            yield str(ins.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _loaded_globals(const)
+
+
+def _module_globals(func: types.FunctionType) -> set[str]:
+    """Global names the function reads that only its module defines."""
+    found: set[str] = set()
+    for name in _loaded_globals(func.__code__):
+        if name == func.__name__ or hasattr(builtins, name):
+            continue
+        if name in func.__globals__:
+            found.add(name)
+    return found
+
+
+def _call_line(func: types.FunctionType, what: str, func_args: dict[str, Any]) -> str:
+    if not isinstance(func_args, dict) or not all(isinstance(k, str) for k in func_args):
+        raise ValueError(f"func_args must be a dict with string keys, got {func_args!r}")
+    literal = repr(func_args)
+    try:
+        same = ast.literal_eval(literal) == func_args
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        same = False
+    if not same:
+        raise ValueError(
+            f"func_args of {what} must be Python literals (numbers, strings, booleans, None, "
+            f"and lists, tuples, dicts or sets of them), got {literal}"
+        )
+    try:
+        inspect.signature(func).bind(**func_args)
+    except TypeError as e:
+        raise ValueError(f"func_args do not fit {what}{inspect.signature(func)}: {e}") from e
+    return f"{func.__name__}(**{literal})"
+
+
+def _file_name(func: types.FunctionType) -> str:
+    try:
+        path = inspect.getfile(func)
+    except TypeError:  # pragma: no cover - plain functions always have a file
+        path = ""
+    base = os.path.basename(path)
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in base)
+    if not safe.endswith(".py") or safe.startswith("."):
+        safe = f"{func.__name__}.py"
+    return safe

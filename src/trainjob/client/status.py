@@ -1,0 +1,101 @@
+"""One TrainJob status rule and one wait loop, shared by every backend.
+
+Upstream's backends each derived the status their own way and got it wrong in turn (a local job
+never reaching Complete, ``list_jobs`` showing Unknown, Failed not raising). Here:
+
+- ``Complete`` / ``Failed`` when the TrainJob has that condition with status True;
+- ``Running`` when it is not suspended and every trainer node is Running or Succeeded;
+- ``Created`` otherwise.
+
+``wait_for_job_status`` polls ``get_job``, calls the callbacks, raises ``RuntimeError`` at once
+when the job Failed (unless Failed is wanted) and ``TimeoutError`` after ``timeout`` seconds.
+Called by :mod:`trainjob.client.backends`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from trainjob.client import constants as c
+from trainjob.client import types
+
+logger = logging.getLogger(__name__)
+
+Callback = Callable[[types.TrainJob], None]
+
+
+def job_status(
+    conditions: Iterable[Mapping[str, Any]],
+    steps: Iterable[types.Step],
+    num_nodes: int,
+) -> str:
+    """The SDK status of a TrainJob from its conditions and its steps (pods)."""
+    suspended = False
+    for cond in conditions:
+        if cond.get("status") != "True":
+            continue
+        kind = cond.get("type")
+        if kind in (c.TRAINJOB_COMPLETE, c.TRAINJOB_FAILED):
+            return str(kind)
+        if kind == "Suspended":
+            suspended = True
+    if suspended:
+        return c.TRAINJOB_CREATED
+    running = sum(
+        1
+        for s in steps
+        if s.name.startswith(c.NODE) and s.status in (c.POD_RUNNING, c.POD_SUCCEEDED)
+    )
+    if num_nodes > 0 and running >= num_nodes:
+        return c.TRAINJOB_RUNNING
+    return c.TRAINJOB_CREATED
+
+
+def check_wait_args(status: set[str], timeout: float, polling_interval: float) -> None:
+    """Upstream's argument checks for ``wait_for_job_status``."""
+    if not isinstance(status, set | frozenset) or not status:
+        raise ValueError(f"Expected status {status} must be a non-empty set of statuses")
+    if not set(status).issubset(c.TRAINJOB_STATUSES):
+        raise ValueError(
+            f"Expected status {status} must be a subset of {set(sorted(c.TRAINJOB_STATUSES))}"
+        )
+    if polling_interval <= 0:
+        raise ValueError(f"Polling interval {polling_interval} must be greater than 0")
+    if polling_interval > timeout:
+        raise ValueError(
+            f"Polling interval {polling_interval} must be less than timeout: {timeout}"
+        )
+
+
+def wait_for_job_status(
+    get_job: Callable[[str], types.TrainJob],
+    name: str,
+    status: set[str],
+    timeout: float,
+    polling_interval: float,
+    callbacks: list[Callback] | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> types.TrainJob:
+    """Poll until the TrainJob reaches one of ``status``; see the module docstring."""
+    check_wait_args(status, timeout, polling_interval)
+    deadline = clock() + timeout
+    while True:
+        job = get_job(name)
+        logger.debug("TrainJob %s, status %s", name, job.status)
+        for callback in callbacks or ():
+            callback(job)
+        if job.status == c.TRAINJOB_FAILED and c.TRAINJOB_FAILED not in status:
+            raise RuntimeError(f"TrainJob {name} is Failed")
+        if job.status in status:
+            return job
+        left = deadline - clock()
+        if left <= 0:
+            raise TimeoutError(
+                f"Timeout waiting for TrainJob {name} to reach status: {status} status"
+            )
+        sleep(min(polling_interval, left))

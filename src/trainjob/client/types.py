@@ -1,0 +1,432 @@
+"""The SDK's data types, with the names, fields and defaults of upstream ``kubeflow.trainer``.
+
+Users build trainers and initializers from these and get ``Runtime``, ``TrainJob``, ``Step`` and
+``Event`` back from :class:`trainjob.TrainerClient`. Called by the builder (``client.builder``)
+and both backends. No Kubernetes or torch import here: the module is cheap.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum, StrEnum
+from typing import Any
+from urllib.parse import urlparse
+
+from trainjob.client import constants
+
+# ---------------------------------------------------------------------------------------------
+# Trainers
+
+
+@dataclass
+class CustomTrainer:
+    """Run a self-contained Python function as the training process on every node.
+
+    Args:
+        func: The function that runs the whole training. It is shipped as source: it must be a
+            ``def`` at the top level of a file or notebook cell, import what it uses inside its
+            body, and not refer to variables of its module or of an enclosing function.
+        func_args: Keyword arguments for ``func`` (Python literals: numbers, strings, lists...).
+        packages_to_install: Python packages to ``pip install`` before ``func`` runs.
+        pip_index_urls: Package index URLs; the first is ``--index-url``, the others
+            ``--extra-index-url``.
+        num_nodes: Number of training nodes (the runtime's number when not set).
+        resources_per_node: Resources of each node, e.g. ``{"cpu": 2, "memory": "4Gi", "gpu": 1}``.
+        env: Environment variables added to the training nodes' environment.
+        image: A container image that replaces the runtime's (Kubernetes backend).
+    """
+
+    func: Callable[..., Any]
+    func_args: dict[str, Any] | None = None
+    packages_to_install: list[str] | None = None
+    pip_index_urls: list[str] = field(
+        default_factory=lambda: list(constants.DEFAULT_PIP_INDEX_URLS)
+    )
+    num_nodes: int | None = None
+    resources_per_node: dict[str, Any] | None = None
+    env: dict[str, str] | None = None
+    image: str | None = None
+
+
+@dataclass
+class CustomTrainerContainer:
+    """Run a container image that holds the whole training process.
+
+    Args:
+        image: The container image.
+        num_nodes: Number of training nodes.
+        resources_per_node: Resources of each node.
+        env: Environment variables added to the training nodes' environment.
+
+    The command and arguments come from the ``TrainerCommand`` and ``TrainerArgs`` options.
+    """
+
+    image: str
+    num_nodes: int | None = None
+    resources_per_node: dict[str, Any] | None = None
+    env: dict[str, str] | None = None
+
+
+class Loss(Enum):
+    """Loss function for the TorchTune LLM Trainer."""
+
+    CEWithChunkedOutputLoss = "torchtune.modules.loss.CEWithChunkedOutputLoss"
+
+
+class DataType(Enum):
+    """Data type for the TorchTune LLM Trainer."""
+
+    BF16 = "bf16"
+    FP32 = "fp32"
+
+
+class DataFormat(Enum):
+    """Data file type for the TorchTune LLM Trainer."""
+
+    JSON = "json"
+    CSV = "csv"
+    PARQUET = "parquet"
+    ARROW = "arrow"
+    TEXT = "text"
+    XML = "xml"
+
+
+@dataclass
+class TorchTuneInstructDataset:
+    """An instruct dataset (user prompts and model responses) for the TorchTune LLM Trainer.
+
+    Args:
+        source: Data file type.
+        split: The split to use, e.g. ``"train[:10%]"`` (default ``train``).
+        train_on_input: Whether the model is trained on the user prompt too.
+        new_system_prompt: A system message prepended to every sample.
+        column_map: Maps the expected ``input``/``output`` columns to the dataset's columns.
+    """
+
+    source: DataFormat | None = None
+    split: str | None = None
+    train_on_input: bool | None = None
+    new_system_prompt: str | None = None
+    column_map: dict[str, str] | None = None
+
+
+@dataclass
+class LoraConfig:
+    """LoRA, QLoRA (``quantize_base=True``) or DoRA (``use_dora=True``) fine-tuning.
+
+    Args:
+        apply_lora_to_mlp: Apply LoRA to the MLP of each transformer layer.
+        apply_lora_to_output: Apply LoRA to the final output projection.
+        lora_attn_modules: Attention projections to adapt (``q_proj``, ``k_proj``, ``v_proj``,
+            ``output_proj``).
+        lora_rank: Rank of the low-rank decomposition.
+        lora_alpha: Scaling factor of the low-rank update.
+        lora_dropout: Dropout probability on the low-rank update.
+        quantize_base: Quantize the base model (QLoRA).
+        use_dora: Use DoRA.
+    """
+
+    apply_lora_to_mlp: bool | None = None
+    apply_lora_to_output: bool | None = None
+    lora_attn_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "v_proj", "output_proj"]
+    )
+    lora_rank: int | None = None
+    lora_alpha: int | None = None
+    lora_dropout: float | None = None
+    quantize_base: bool | None = None
+    use_dora: bool | None = None
+
+
+@dataclass
+class TorchTuneConfig:
+    """Parameters of the TorchTune LLM Trainer (the fine-tuning recipe is built in).
+
+    Args:
+        dtype: Data type of model and optimizer parameters (``bf16`` or ``fp32``).
+        batch_size: Samples per optimizer step.
+        epochs: Passes over the dataset.
+        loss: The loss function.
+        num_nodes: Number of training nodes.
+        peft_config: LoRA/QLoRA/DoRA configuration.
+        dataset_preprocess_config: Instruct dataset preprocessing.
+        resources_per_node: Resources of each node.
+    """
+
+    dtype: DataType | None = None
+    batch_size: int | None = None
+    epochs: int | None = None
+    loss: Loss | None = None
+    num_nodes: int | None = None
+    peft_config: LoraConfig | None = None
+    dataset_preprocess_config: TorchTuneInstructDataset | None = None
+    resources_per_node: dict[str, Any] | None = None
+
+
+@dataclass
+class BuiltinTrainer:
+    """A trainer whose training logic is built into the runtime; only parameters are given.
+
+    Args:
+        config: The configuration of the built-in trainer.
+    """
+
+    config: TorchTuneConfig
+
+
+class TrainerType(Enum):
+    CUSTOM_TRAINER = "CustomTrainer"
+    BUILTIN_TRAINER = "BuiltinTrainer"
+
+
+class RuntimeKind(StrEnum):
+    CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
+    TRAINING_RUNTIME = "TrainingRuntime"
+
+
+# ---------------------------------------------------------------------------------------------
+# What the client returns
+
+
+@dataclass
+class RuntimeTrainer:
+    """The trainer of a runtime: its type, framework, image, nodes and devices."""
+
+    trainer_type: TrainerType
+    framework: str
+    image: str
+    num_nodes: int = 1
+    device: str = constants.UNKNOWN
+    device_count: str = constants.UNKNOWN
+    _command: tuple[str, ...] = field(init=False, repr=False, default=())
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        return self._command
+
+    def set_command(self, command: tuple[str, ...]) -> None:
+        self._command = tuple(command)
+
+
+@dataclass
+class Runtime:
+    """A training runtime (ClusterTrainingRuntime or TrainingRuntime) as the SDK sees it."""
+
+    name: str
+    trainer: RuntimeTrainer
+    pretrained_model: str | None = None
+    kind: RuntimeKind = RuntimeKind.CLUSTER_TRAINING_RUNTIME
+
+
+@dataclass
+class Step:
+    """One pod of a TrainJob: ``dataset-initializer``, ``model-initializer`` or ``node-N``.
+
+    ``status`` is the pod phase: Pending, Running, Succeeded or Failed.
+    """
+
+    name: str
+    status: str | None
+    pod_name: str
+    device: str = constants.UNKNOWN
+    device_count: str = constants.UNKNOWN
+
+
+@dataclass
+class TrainJob:
+    """A TrainJob as the SDK reports it; ``status`` is Created, Running, Complete or Failed."""
+
+    name: str
+    runtime: Runtime
+    steps: list[Step]
+    num_nodes: int
+    creation_timestamp: datetime
+    status: str = constants.UNKNOWN
+
+
+@dataclass
+class Event:
+    """An event about a TrainJob or one of its pods.
+
+    Attributes:
+        involved_object_kind: Kind of the object the event is about (``TrainJob``, ``Pod``...).
+        involved_object_name: Name of that object.
+        message: Human-readable description.
+        reason: Short machine-readable reason.
+        event_time: When the event was first recorded.
+    """
+
+    involved_object_kind: str
+    involved_object_name: str
+    message: str
+    reason: str
+    event_time: datetime
+
+
+# ---------------------------------------------------------------------------------------------
+# Initializers
+
+
+@dataclass
+class BaseInitializer(abc.ABC):
+    """Base class of the dataset and model initializers."""
+
+    storage_uri: str
+
+
+def _require_prefix(uri: str, prefix: str) -> None:
+    if not isinstance(uri, str) or not uri.startswith(prefix):
+        raise ValueError(f"storage_uri must start with '{prefix}', got {uri}")
+
+
+@dataclass
+class HuggingFaceDatasetInitializer(BaseInitializer):
+    """Download a dataset from the Hugging Face Hub (``hf://<user>/<dataset>[/<path>]``).
+
+    Args:
+        storage_uri: ``hf://`` URI of the dataset.
+        ignore_patterns: File patterns not to download.
+        access_token: Hub token for private datasets.
+    """
+
+    ignore_patterns: list[str] | None = None
+    access_token: str | None = None
+
+    def __post_init__(self) -> None:
+        _require_prefix(self.storage_uri, "hf://")
+        if urlparse(self.storage_uri).path == "":
+            raise ValueError(
+                "storage_uri: must have absolute path with 'hf://<user_name>/<dataset_name>', "
+                f"got {self.storage_uri}"
+            )
+
+
+@dataclass
+class HuggingFaceModelInitializer(BaseInitializer):
+    """Download a model from the Hugging Face Hub (``hf://<user>/<model>``).
+
+    Args:
+        storage_uri: ``hf://`` URI of the model.
+        ignore_patterns: File patterns not to download (weights in other formats by default).
+        access_token: Hub token for gated or private models.
+    """
+
+    ignore_patterns: list[str] | None = field(
+        default_factory=lambda: list(constants.INITIALIZER_DEFAULT_IGNORE_PATTERNS)
+    )
+    access_token: str | None = None
+
+    def __post_init__(self) -> None:
+        _require_prefix(self.storage_uri, "hf://")
+
+
+@dataclass
+class S3DatasetInitializer(BaseInitializer):
+    """Download a dataset from S3-compatible storage (``s3://bucket/path``).
+
+    Args:
+        storage_uri: ``s3://`` URI.
+        ignore_patterns: File patterns not to download.
+        endpoint: A custom S3 endpoint URL.
+        access_key_id: Access key.
+        secret_access_key: Secret key.
+        region: Region.
+        role_arn: ARN of a role to assume.
+    """
+
+    ignore_patterns: list[str] | None = None
+    endpoint: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    region: str | None = None
+    role_arn: str | None = None
+
+    def __post_init__(self) -> None:
+        _require_prefix(self.storage_uri, "s3://")
+
+
+@dataclass
+class S3ModelInitializer(BaseInitializer):
+    """Download a model from S3-compatible storage (``s3://bucket/path``); fields as the dataset's."""
+
+    ignore_patterns: list[str] | None = field(
+        default_factory=lambda: list(constants.INITIALIZER_DEFAULT_IGNORE_PATTERNS)
+    )
+    endpoint: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    region: str | None = None
+    role_arn: str | None = None
+
+    def __post_init__(self) -> None:
+        _require_prefix(self.storage_uri, "s3://")
+
+
+@dataclass
+class DataCacheInitializer(BaseInitializer):
+    """A distributed data cache (``cache://<SCHEMA_NAME>/<TABLE_NAME>``).
+
+    Args:
+        storage_uri: ``cache://`` URI.
+        metadata_loc: Metadata file path of an Iceberg table.
+        num_data_nodes: Number of data nodes (more than 1).
+        head_cpu, head_mem, worker_cpu, worker_mem: Resources of the cache nodes.
+        iam_role: IAM role for reading ``metadata_loc``.
+    """
+
+    metadata_loc: str
+    num_data_nodes: int
+    head_cpu: str | None = None
+    head_mem: str | None = None
+    worker_cpu: str | None = None
+    worker_mem: str | None = None
+    iam_role: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_data_nodes <= 1:
+            raise ValueError(f"num_data_nodes must be greater than 1, got {self.num_data_nodes}")
+        _require_prefix(self.storage_uri, "cache://")
+        if len(self.storage_uri[len("cache://") :].split("/")) != 2:
+            raise ValueError(
+                "storage_uri must be in format 'cache://<SCHEMA_NAME>/<TABLE_NAME>', "
+                f"got {self.storage_uri}"
+            )
+
+
+@dataclass
+class Initializer:
+    """Dataset and model initializers that run before the trainer.
+
+    Args:
+        dataset: One of the dataset initializers.
+        model: One of the model initializers.
+    """
+
+    dataset: HuggingFaceDatasetInitializer | S3DatasetInitializer | DataCacheInitializer | None = (
+        None
+    )
+    model: HuggingFaceModelInitializer | S3ModelInitializer | None = None
+
+
+@dataclass
+class TrainJobTemplate:
+    """A reusable TrainJob: ``client.train(**template)`` works.
+
+    Args:
+        trainer: The CustomTrainer.
+        runtime: A runtime or runtime name (the default runtime when not set).
+        initializer: Dataset and model initializers.
+    """
+
+    trainer: CustomTrainer
+    runtime: str | Runtime | None = None
+    initializer: Initializer | None = None
+
+    def keys(self) -> list[str]:
+        return ["trainer", "runtime", "initializer"]
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
