@@ -173,3 +173,15 @@ XGBOOST_ENV_TRACKER_URI = "DMLC_TRACKER_URI"
 XGBOOST_ENV_TRACKER_PORT = "DMLC_TRACKER_PORT"
 XGBOOST_ENV_TASK_ID = "DMLC_TASK_ID"
 XGBOOST_ENV_NUM_WORKER = "DMLC_NUM_WORKER"
+
+# Controller and webhooks (upstream pkg/controller, pkg/runtime/core, pkg/webhooks)
+CONTROLLER_NAME = MANAGED_BY_TRAINER
+RUNTIME_SNAPSHOT_SUFFIX = "-runtime-snapshot"
+RUNTIME_SNAPSHOT_KEY = "runtime"
+EVENT_RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
+EVENT_ACTION_RECONCILING = "Reconciling"
+RESOURCES_RECONCILIATION_FAILED = "TrainJob resources reconciliation failed: "
+RUNTIME_DEPRECATION_POLICY_URL = (
+    "https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/"
+    "#runtime-deprecation-policy"
+)
