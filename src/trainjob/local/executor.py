@@ -1,23 +1,47 @@
 """``LocalExecutor``: run TrainJobs on this machine, the API the SDK and the CLI call.
 
 Submitting validates and compiles the TrainJob with the one compiler (field errors before anything
-starts), stores the job in the SQLite store under ``$TRAINJOB_HOME`` (default ``~/.trainjob``) and
-starts a detached supervisor process (:mod:`trainjob.local.supervisor`) that runs the Plan's JobSet
-as local processes and writes status, events and logs. Every other method reads or changes the
-store; a supervisor that died is noticed here and its job is marked Failed with a reason.
+starts), checks that every command can run here, stores the job in the SQLite store under
+``$TRAINJOB_HOME`` (default ``~/.trainjob``) and starts a detached supervisor process
+(:mod:`trainjob.local.supervisor`) that runs the Plan's JobSet as local processes and writes status,
+events and logs. Every other method reads or changes the store; a supervisor that died is noticed
+here (its pid and start time no longer match a live process) and its job is marked Failed with
+reason ``SupervisorDied`` and its processes stopped, so a job never stays Running forever.
 
 Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob.cli.jobs``.
 """
 
 from __future__ import annotations
 
+import builtins
+import copy
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from trainjob.api.trainer import Runtime, TrainJob
-from trainjob.local.state import Event, JobState
+from trainjob import catalog
+from trainjob.api import constants as c
+from trainjob.api.base import to_dict
+from trainjob.api.load import parse
+from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
+from trainjob.local import home as homes
+from trainjob.local import mpi, pods, procs, status
+from trainjob.local import state as st
+from trainjob.local.state import Event, JobFailedError, JobState, PodState
+from trainjob.local.store import EventRow, JobRow, Store, now
+from trainjob.runtime import CompileOptions, compile
+from trainjob.runtime.plan import Plan
 
 DEFAULT_NAMESPACE = "default"
+_LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
 class LocalExecutor:
@@ -27,7 +51,8 @@ class LocalExecutor:
     """
 
     def __init__(self, home: Path | None = None) -> None:
-        raise NotImplementedError
+        self.home = Path(home) if home is not None else homes.default_home()
+        self.store = Store(homes.db_path(self.home))
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -41,27 +66,216 @@ class LocalExecutor:
         InvalidError / NotFoundError (bad spec, unknown runtime), ConfigError (a command that
         cannot run here) and AlreadyExistsError before anything starts.
         """
-        raise NotImplementedError
+        tj = trainjob.model_copy(deep=True)
+        meta = tj.metadata
+        meta.namespace = meta.namespace or DEFAULT_NAMESPACE
+        if not meta.name:
+            if not meta.generate_name:
+                raise InvalidError(
+                    [FieldError.required("metadata.name", "name or generateName is required")],
+                    f"{c.TRAINJOB_KIND}.{c.GROUP}",
+                )
+            meta.name = meta.generate_name + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+        ns, name = meta.namespace, meta.name
+        runtime = catalog.resolve(tj, [*runtimes, *self._stored_runtimes()])
+        options = CompileOptions()
+        policy = runtime.spec.ml_policy
+        if policy is not None and policy.mpi is not None:
+            from trainjob import keys
+
+            private, public = keys.generate_ssh_key_pair()
+            options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
+        plan = compile(tj, runtime, options)
+        run_dir = os.path.abspath(cwd or os.getcwd())
+        runtime_dict = to_dict(runtime)
+        self._preflight(plan, runtime_dict, ns, run_dir)
+
+        created = now()
+        meta.uid = _uid()
+        meta.creation_timestamp = created
+        meta.generation = meta.generation or 1
+        tj.status = None
+        suspend = bool(tj.spec.suspend)
+        job_status: dict[str, object] = {}
+        if suspend:
+            status.suspended(job_status, created)
+        row = JobRow(
+            namespace=ns,
+            name=name,
+            uid=meta.uid,
+            created=created,
+            created_ts=time.time(),
+            trainjob=json.dumps(tj.to_dict()),
+            runtime=json.dumps(runtime_dict),
+            plan=json.dumps(list(plan.objects)),
+            cwd=run_dir,
+            phase=st.SUSPENDED if suspend else st.CREATED,
+            status=json.dumps(job_status),
+            suspend=int(suspend),
+        )
+        self.store.insert_job(row)
+        try:
+            self._start_supervisor(row)
+        except OSError as e:
+            self.store.delete_job(ns, name, row.uid)
+            raise ConfigError(f"cannot start the local supervisor: {e}") from e
+        return self.get(name, ns)
+
+    def _preflight(self, plan: Plan, runtime: dict[str, object], ns: str, cwd: str) -> None:
+        """Every pod that will run must have a command that exists here."""
+        plan = Plan(tuple(copy.deepcopy(list(plan.objects))))
+        local_mpi = mpi.adapt(plan, runtime)
+        templates = pods.pod_templates(plan, "preflight")
+        network = pods.network_for(plan, templates)
+        problems: list[str] = []
+        seen: set[tuple[str, str]] = set()
+        for t in templates:
+            if (local_mpi and local_mpi.skips(t)) or (t.job, "") in seen:
+                continue
+            seen.add((t.job, ""))
+            try:
+                pods.build_pod(t, network, plan, self.home / "preflight", cwd, ns, dict(os.environ))
+            except pods.PodConfigError as e:
+                problems.append(str(e))
+        if problems:
+            raise ConfigError("; ".join(problems))
+
+    def _start_supervisor(self, row: JobRow) -> None:
+        jdir = homes.job_dir(self.home, row.namespace, row.name)
+        if jdir.exists():
+            shutil.rmtree(jdir, ignore_errors=True)
+        (jdir / "logs").mkdir(parents=True, exist_ok=True)
+        argv = [
+            sys.executable, "-m", "trainjob.local.supervisor",
+            "--home", str(self.home), "--namespace", row.namespace,
+            "--name", row.name, "--uid", row.uid,
+        ]  # fmt: skip
+        with homes.supervisor_log(self.home, row.namespace, row.name).open("ab") as log:
+            proc = subprocess.Popen(
+                argv,
+                cwd=row.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        token = procs.start_time(proc.pid)
+        self.store.update_job(
+            row.namespace, row.name, row.uid, supervisor_pid=proc.pid, supervisor_start=token
+        )
+
+    def _row(self, name: str, namespace: str) -> JobRow:
+        row = self.store.job(namespace, name)
+        if row is None:
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        return self._check_alive(row)
+
+    def _check_alive(self, row: JobRow) -> JobRow:
+        """Fail a live-phase job whose supervisor is gone; return the current row."""
+        if row.phase not in _LIVE or row.supervisor_pid is None:
+            return row
+        if procs.alive(row.supervisor_pid, row.supervisor_start):
+            return row
+        self._fail_dead(row)
+        return self.store.job(row.namespace, row.name) or row
+
+    def _fail_dead(self, row: JobRow) -> None:
+        for p in self.store.pods(row.namespace, row.name):
+            if p.pid and procs.alive(p.pid, p.pid_start):
+                procs.kill_group(p.pid)
+        ts = now()
+        log = homes.supervisor_log(self.home, row.namespace, row.name)
+        message = (
+            f"the local supervisor (pid {row.supervisor_pid}) exited while the job was "
+            f"{row.phase}; its processes were stopped (see {log})"
+        )
+        job_status = row.status_dict()
+        status.failed(job_status, status.REASON_SUPERVISOR_DIED, message, ts)
+        pods_now = [
+            p.__class__(**{**p.__dict__, "phase": st.POD_FAILED, "pid": None, "finished": ts})
+            if p.phase in (st.POD_PENDING, st.POD_RUNNING)
+            else p
+            for p in self.store.pods(row.namespace, row.name)
+        ]
+        event = EventRow(
+            row.namespace, row.name, row.uid, "Warning", status.REASON_SUPERVISOR_DIED,
+            message, ts, "TrainJob", row.name,
+        )  # fmt: skip
+        self.store.write_status(
+            row.namespace,
+            row.name,
+            row.uid,
+            pods=pods_now,
+            events=[event],
+            phase=st.FAILED,
+            reason=status.REASON_SUPERVISOR_DIED,
+            message=message,
+            status=json.dumps(job_status),
+            completed=ts,
+        )
+
+    def _trainjob(self, row: JobRow) -> TrainJob:
+        data = row.trainjob_dict()
+        job_status = row.status_dict()
+        if job_status:
+            data["status"] = job_status
+        return TrainJob.model_validate(data)
 
     def get(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """The stored TrainJob with its status (conditions, jobsStatus) as the cluster shows it."""
-        raise NotImplementedError
+        return self._trainjob(self._row(name, namespace))
 
     def state(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> JobState:
         """The job's phase (Created|Running|Complete|Failed|Suspended), times and pods."""
-        raise NotImplementedError
+        row = self._row(name, namespace)
+        return _state(row, self._pods(row))
 
-    def list(self, namespace: str | None = None) -> list[TrainJob]:
+    def _pods(self, row: JobRow) -> tuple[PodState, ...]:
+        return tuple(
+            PodState(
+                job=p.job,
+                index=p.idx,
+                name=p.pod_name,
+                phase=p.phase,
+                exit_code=p.exit_code,
+                started=p.started,
+                finished=p.finished,
+                restarts=p.restarts,
+                job_index=p.job_index,
+                message=p.message,
+            )
+            for p in self.store.pods(row.namespace, row.name)
+            if p.uid == row.uid
+        )
+
+    def _rows(self, namespace: str | None) -> builtins.list[JobRow]:
+        rows = self.store.jobs(namespace)
+        return [self._check_alive(r) if r.phase in _LIVE else r for r in rows]
+
+    def list(self, namespace: str | None = None) -> builtins.list[TrainJob]:
         """Every stored TrainJob (of ``namespace``, or all), oldest first."""
-        raise NotImplementedError
+        return [self._trainjob(r) for r in self._rows(namespace)]
 
-    def states(self, namespace: str | None = None) -> list[JobState]:
+    def states(self, namespace: str | None = None) -> builtins.list[JobState]:
         """``state`` of every stored job (without pods), oldest first, in one query."""
-        raise NotImplementedError
+        return [_state(r, ()) for r in self._rows(namespace)]
 
-    def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
+    def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> builtins.list[Event]:
         """The job's events, oldest first."""
-        raise NotImplementedError
+        row = self._row(name, namespace)
+        return [
+            Event(e.type, e.reason, e.message, e.timestamp, e.involved_kind, e.involved_name)
+            for e in self.store.events(namespace, name)
+            if e.uid == row.uid
+        ]
+
+    def log_path(
+        self, name: str, namespace: str = DEFAULT_NAMESPACE, job: str = "node", index: int = 0,
+        job_index: int = 0,
+    ) -> Path:  # fmt: skip
+        """Where one pod's log is written."""
+        return homes.log_path(self.home, namespace, name, job, index, job_index)
 
     def logs(
         self,
@@ -78,19 +292,99 @@ class LocalExecutor:
         With ``follow``, waits for a pending pod, yields lines as they are written and ends
         when the pod ends.
         """
-        raise NotImplementedError
+        row = self._row(name, namespace)
+        known = {(p.job, p.index, p.job_index) for p in self._pods(row)}
+        if known and (job, index, job_index) not in known:
+            steps = ", ".join(sorted(f"{j}-{i}" for j, i, _ in known))
+            raise NotFoundError(f'pod {job}-{index} of TrainJob "{name}" not found (pods: {steps})')
+        path = self.log_path(name, namespace, job, index, job_index)
+        return self._follow(row, path, job, index, job_index) if follow else _read(path)
+
+    def _follow(
+        self, row: JobRow, path: Path, job: str, index: int, job_index: int
+    ) -> Iterator[str]:
+        def pod_done() -> bool:
+            cur = self.store.job(row.namespace, row.name)
+            if cur is None or cur.uid != row.uid:
+                return True
+            cur = self._check_alive(cur)
+            for p in self.store.pods(row.namespace, row.name):
+                if (p.job, p.idx, p.job_index) == (job, index, job_index):
+                    if p.phase in (st.POD_SUCCEEDED, st.POD_FAILED):
+                        return True
+                    if p.phase == st.POD_PENDING and cur.phase in st.FINISHED:
+                        return True
+            return cur.phase in st.FINISHED and not any(
+                p.phase == st.POD_RUNNING for p in self.store.pods(row.namespace, row.name)
+            )
+
+        while not path.exists():
+            if pod_done():
+                return
+            time.sleep(0.05)
+        with path.open("rb") as f:
+            buf = b""
+            while True:
+                chunk = f.read(65536)
+                if chunk:
+                    buf += chunk
+                    *lines, buf = buf.split(b"\n")
+                    for line in lines:
+                        yield line.decode(errors="replace")
+                    continue
+                if pod_done():
+                    rest = f.read()
+                    buf += rest
+                    if rest:
+                        continue
+                    if buf:
+                        yield buf.decode(errors="replace")
+                    return
+                time.sleep(0.05)
+
+    def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
+        row = self._row(name, namespace)
+        data = row.trainjob_dict()
+        data.setdefault("spec", {})["suspend"] = value
+        self.store.update_job(
+            namespace, name, row.uid, trainjob=json.dumps(data), suspend=int(value)
+        )
+        if row.phase in _LIVE:
+            self._await_phase(row, value)
+        return self.get(name, namespace)
+
+    def _await_phase(self, row: JobRow, suspend: bool, timeout: float = 10.0) -> None:
+        """Wait for the supervisor to act on a suspend/resume (so callers see the new phase)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            cur = self._check_alive(self.store.job(row.namespace, row.name) or row)
+            if cur.phase in st.FINISHED or (cur.phase == st.SUSPENDED) == suspend:
+                return
+            time.sleep(0.05)
 
     def suspend(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """Set ``spec.suspend``: running pods are stopped, the job is Suspended."""
-        raise NotImplementedError
+        return self._set_suspend(name, namespace, True)
 
     def resume(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """Clear ``spec.suspend``: pods start again from scratch (deadline clock restarts)."""
-        raise NotImplementedError
+        return self._set_suspend(name, namespace, False)
 
     def delete(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Stop the job's processes and remove it, its logs and its workspace."""
-        raise NotImplementedError
+        row = self.store.job(namespace, name)
+        if row is None:
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        self.store.update_job(namespace, name, row.uid, deleting=1)
+        pid, token = row.supervisor_pid, row.supervisor_start
+        if pid and not procs.wait_gone(pid, token, timeout=10.0):
+            procs.kill_group(pid)
+            procs.wait_gone(pid, token, timeout=5.0)
+        for p in self.store.pods(namespace, name):
+            if p.pid and procs.alive(p.pid, p.pid_start):
+                procs.kill_group(p.pid)
+        self.store.delete_job(namespace, name, row.uid)
+        shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
 
     def wait(
         self,
@@ -106,20 +400,105 @@ class LocalExecutor:
         Raises JobFailedError if it fails and Failed is not in ``phases``, TimeoutError after
         ``timeout`` seconds.
         """
-        raise NotImplementedError
+        unknown = set(phases) - set(st.PHASES)
+        if unknown:
+            raise ValueError(f"unknown phases {sorted(unknown)}: expected some of {st.PHASES}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            s = self.state(name, namespace)
+            if s.phase in phases:
+                return s
+            if s.phase == st.FAILED:
+                raise JobFailedError(s)
+            if s.phase == st.COMPLETE:
+                raise TimeoutError(
+                    f"TrainJob {namespace}/{name} is Complete and will never be "
+                    f"{' or '.join(sorted(phases))}"
+                )
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"timed out after {timeout}s waiting for TrainJob {namespace}/{name} to be "
+                    f"{' or '.join(sorted(phases))} (it is {s.phase})"
+                )
+            time.sleep(poll)
 
     # -- runtimes -----------------------------------------------------------------------------
 
-    def list_runtimes(self) -> list[Runtime]:
+    def _stored_runtimes(self) -> builtins.list[Runtime]:
+        out: builtins.list[Runtime] = []
+        for body in self.store.runtimes():
+            obj = parse(body)
+            if isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
+                out.append(obj)
+        return out
+
+    def list_runtimes(self) -> builtins.list[Runtime]:
         """Built-in ClusterTrainingRuntimes, then stored runtimes (a stored one wins by name)."""
-        raise NotImplementedError
+        stored = self._stored_runtimes()
+        names = {(r.kind, r.metadata.name) for r in stored}
+        builtin: builtins.list[Runtime] = [
+            r for r in catalog.builtin_runtimes().values() if (r.kind, r.metadata.name) not in names
+        ]
+        return builtin + stored
 
     def get_runtime(
-        self, name: str, kind: str = "ClusterTrainingRuntime", namespace: str | None = None
+        self, name: str, kind: str = c.CLUSTER_TRAINING_RUNTIME_KIND, namespace: str | None = None
     ) -> Runtime:
         """One runtime by name (NotFoundError when absent)."""
-        raise NotImplementedError
+        for rt in self.list_runtimes():
+            if rt.kind != kind or rt.metadata.name != name:
+                continue
+            if kind == c.TRAINING_RUNTIME_KIND and (rt.metadata.namespace or DEFAULT_NAMESPACE) != (
+                namespace or DEFAULT_NAMESPACE
+            ):
+                continue
+            return rt
+        plural = (
+            "trainingruntimes" if kind == c.TRAINING_RUNTIME_KIND else "clustertrainingruntimes"
+        )
+        raise NotFoundError(f'{plural}.{c.GROUP} "{name}" not found')
 
     def apply_runtime(self, runtime: Runtime) -> Runtime:
         """Store (create or replace) a runtime so later submits can refer to it."""
-        raise NotImplementedError
+        if not runtime.metadata.name:
+            raise InvalidError(
+                [FieldError.required("metadata.name", "name is required")], runtime.kind
+            )
+        namespace = ""
+        if isinstance(runtime, TrainingRuntime):
+            namespace = runtime.metadata.namespace or DEFAULT_NAMESPACE
+        self.store.put_runtime(runtime.kind, namespace, runtime.metadata.name, to_dict(runtime))
+        return runtime
+
+
+def _uid() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def _read(path: Path) -> Iterator[str]:
+    if not path.exists():
+        return iter(())
+    with path.open("rb") as f:
+        data = f.read()
+    text = data.decode(errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return iter(lines)
+
+
+def _state(row: JobRow, pod_states: tuple[PodState, ...]) -> JobState:
+    return JobState(
+        name=row.name,
+        namespace=row.namespace,
+        phase=row.phase,
+        created=row.created,
+        started=row.started,
+        completed=row.completed,
+        restarts=row.restarts,
+        reason=row.reason,
+        message=row.message,
+        pods=pod_states,
+    )

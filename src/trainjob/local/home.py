@@ -1,0 +1,58 @@
+"""Where the local backend keeps things: the home directory and each job's files.
+
+    $TRAINJOB_HOME (default ~/.trainjob)/
+      trainjob.db                          the SQLite store (trainjob.local.store)
+      jobs/<namespace>/<name>/
+        supervisor.log                     the supervisor's own output (tracebacks, if any)
+        logs/<job>-<index>.log             one file per pod: the container's stdout and stderr
+        volumes/<volume>/                  a pod volume (emptyDir, PVC, Secret, ConfigMap) here
+
+Used by the executor, the supervisor and the pod builder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_HOME = "TRAINJOB_HOME"
+DB_NAME = "trainjob.db"
+
+
+def default_home() -> Path:
+    """``$TRAINJOB_HOME``, else ``~/.trainjob``."""
+    env = os.environ.get(ENV_HOME)
+    return Path(env).expanduser() if env else Path.home() / ".trainjob"
+
+
+def db_path(home: Path) -> Path:
+    return home / DB_NAME
+
+
+def job_dir(home: Path, namespace: str, name: str) -> Path:
+    return home / "jobs" / namespace / name
+
+
+def logs_dir(home: Path, namespace: str, name: str) -> Path:
+    return job_dir(home, namespace, name) / "logs"
+
+
+def log_name(job: str, index: int, job_index: int = 0) -> str:
+    """``node-1.log``; ``node-2-1.log`` for Job 2 of a replicatedJob with several replicas."""
+    if job_index:
+        return f"{job}-{job_index}-{index}.log"
+    return f"{job}-{index}.log"
+
+
+def log_path(
+    home: Path, namespace: str, name: str, job: str, index: int, job_index: int = 0
+) -> Path:
+    return logs_dir(home, namespace, name) / log_name(job, index, job_index)
+
+
+def volumes_dir(home: Path, namespace: str, name: str) -> Path:
+    return job_dir(home, namespace, name) / "volumes"
+
+
+def supervisor_log(home: Path, namespace: str, name: str) -> Path:
+    return job_dir(home, namespace, name) / "supervisor.log"

@@ -1,0 +1,126 @@
+"""One pod, run here: its init containers one after another, then its containers together.
+
+Each container is a process leading its own session (so the whole tree can be stopped), with
+stdout and stderr appended to the pod's log file. The pod ends when all its containers have ended:
+Succeeded if every one exited 0, else Failed with the first non-zero exit code (a signal ``N`` is
+reported as ``128 + N``, as the kubelet does). Used by :mod:`trainjob.local.supervisor`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import IO
+
+from trainjob.local import procs
+from trainjob.local.pods import LocalContainer, LocalPod
+
+
+def exit_code(returncode: int) -> int:
+    """A process's return code as a container's exit code (signal N -> 128 + N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def describe_exit(code: int) -> str:
+    if code > 128:
+        try:
+            return f"exit code {code} (killed by {signal.Signals(code - 128).name})"
+        except ValueError:
+            pass
+    return f"exit code {code}"
+
+
+class PodRun:
+    """The processes of one pod. Call :meth:`start`, then :meth:`poll` until :attr:`done`."""
+
+    def __init__(self, pod: LocalPod, log: Path) -> None:
+        self.pod = pod
+        self.log = log
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.stage = -1  # index into init containers; len(inits) = main containers
+        self.exit_code: int | None = None
+        self.failed_container = ""
+        self._out: IO[bytes] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.exit_code is not None
+
+    @property
+    def leader(self) -> subprocess.Popen[bytes] | None:
+        return self.procs[0] if self.procs else None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self._out = self.log.open("ab", buffering=0)
+        self._advance()
+
+    def _spawn(self, ctrs: tuple[LocalContainer, ...]) -> None:
+        assert self._out is not None
+        self.procs = [procs.spawn(c.argv, c.env, c.cwd, self._out) for c in ctrs]
+
+    def _advance(self) -> None:
+        inits = self.pod.init_containers
+        self.stage += 1
+        if self.stage < len(inits):
+            self._spawn((inits[self.stage],))
+        elif self.pod.containers:
+            self._spawn(self.pod.containers)
+        else:
+            self._finish(0)
+
+    def _finish(self, code: int) -> None:
+        self.exit_code = code
+        self.procs = []
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def _containers_now(self) -> tuple[LocalContainer, ...]:
+        inits = self.pod.init_containers
+        return (inits[self.stage],) if self.stage < len(inits) else self.pod.containers
+
+    def poll(self) -> bool:
+        """Reap exited processes and move on; whether the pod has just ended."""
+        if self.done or not self.procs:
+            return False
+        codes = [p.poll() for p in self.procs]
+        for p, rc in zip(self.procs, codes, strict=True):
+            if rc is not None:
+                # The container's process has exited: stop whatever it left in its group.
+                procs.kill_group(p.pid)
+        if any(rc is None for rc in codes):
+            # A failed container fails the pod now only for init containers (sequential).
+            return False
+        ctrs = self._containers_now()
+        for ctr, rc in zip(ctrs, codes, strict=True):
+            assert rc is not None
+            if rc != 0:
+                self.failed_container = ctr.name
+                self._finish(exit_code(rc))
+                return True
+        if self.stage < len(self.pod.init_containers):
+            self._advance()
+            return self.done
+        self._finish(0)
+        return True
+
+    def kill(self, grace: float = 3.0) -> None:
+        """Stop every process of the pod: SIGTERM to each group, SIGKILL after ``grace``."""
+        if self.done:
+            return
+        for p in self.procs:
+            procs.kill_group(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(p.poll() is None for p in self.procs):
+            time.sleep(0.02)
+        for p in self.procs:
+            procs.kill_group(p.pid, signal.SIGKILL)
+        for p in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=5)
+        rc = self.procs[0].returncode if self.procs else 0
+        self._finish(exit_code(rc if rc is not None else -signal.SIGKILL))

@@ -1,0 +1,362 @@
+"""The local job store: one SQLite file (WAL) shared by clients and supervisors.
+
+Tables: ``jobs`` (the TrainJob, its resolved runtime and Plan, phase, status, the supervisor's
+identity), ``pods`` (one row per pod of the JobSet), ``events`` and ``runtimes`` (runtimes applied
+with ``LocalExecutor.apply_runtime``). Every write is one short transaction, so a client and the
+supervisors of several jobs can use the file at once; a supervisor writes only rows of its own
+job ``uid``, so a deleted and re-created job is never touched by the old job's supervisor.
+
+The schema is versioned (``meta.schema_version``); a store written by a newer trainjob is refused
+rather than misread. Called by :mod:`trainjob.local.executor` and :mod:`trainjob.local.supervisor`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from trainjob.errors import AlreadyExistsError, ConfigError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  created TEXT NOT NULL,
+  created_ts REAL NOT NULL,
+  trainjob TEXT NOT NULL,
+  runtime TEXT NOT NULL,
+  plan TEXT NOT NULL,
+  cwd TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT '{}',
+  started TEXT,
+  completed TEXT,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  suspend INTEGER NOT NULL DEFAULT 0,
+  deleting INTEGER NOT NULL DEFAULT 0,
+  supervisor_pid INTEGER,
+  supervisor_start TEXT,
+  PRIMARY KEY (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS pods (
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  job TEXT NOT NULL,
+  job_index INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  pod_name TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  exit_code INTEGER,
+  started TEXT,
+  finished TEXT,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  pid INTEGER,
+  pid_start TEXT,
+  message TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (namespace, name, job, job_index, idx)
+);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  type TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  message TEXT NOT NULL,
+  timestamp TEXT NOT NULL,
+  involved_kind TEXT NOT NULL,
+  involved_name TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_job ON events (namespace, name);
+CREATE TABLE IF NOT EXISTS runtimes (
+  kind TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (kind, namespace, name)
+);
+"""
+
+
+def now() -> str:
+    """The current time as Kubernetes writes it (RFC 3339, UTC, seconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass(frozen=True)
+class JobRow:
+    namespace: str
+    name: str
+    uid: str
+    created: str
+    created_ts: float
+    trainjob: str
+    runtime: str
+    plan: str
+    cwd: str
+    phase: str
+    reason: str = ""
+    message: str = ""
+    status: str = "{}"
+    started: str | None = None
+    completed: str | None = None
+    restarts: int = 0
+    suspend: int = 0
+    deleting: int = 0
+    supervisor_pid: int | None = None
+    supervisor_start: str | None = None
+
+    def trainjob_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(self.trainjob)
+        return out
+
+    def status_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(self.status)
+        return out
+
+
+@dataclass(frozen=True)
+class PodRow:
+    namespace: str
+    name: str
+    uid: str
+    job: str
+    job_index: int
+    idx: int
+    pod_name: str
+    phase: str
+    exit_code: int | None = None
+    started: str | None = None
+    finished: str | None = None
+    restarts: int = 0
+    pid: int | None = None
+    pid_start: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class EventRow:
+    namespace: str
+    name: str
+    uid: str
+    type: str
+    reason: str
+    message: str
+    timestamp: str
+    involved_kind: str
+    involved_name: str
+
+
+_JOB_COLS = [f.name for f in fields(JobRow)]
+_POD_COLS = [f.name for f in fields(PodRow)]
+_EVENT_COLS = [f.name for f in fields(EventRow)]
+
+
+class Store:
+    """A connection to ``path`` (created with its schema on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+        self._db.execute("PRAGMA busy_timeout = 30000")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._migrate()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._tx() as db:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise ConfigError(
+                    f"the job store {self.path} has schema version {row[0]}, newer than this "
+                    f"trainjob's {SCHEMA_VERSION}: upgrade trainjob or use another TRAINJOB_HOME"
+                )
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def insert_job(self, row: JobRow) -> None:
+        """Add a job; AlreadyExistsError when one of that namespace/name exists."""
+        cols = ", ".join(_JOB_COLS)
+        marks = ", ".join("?" for _ in _JOB_COLS)
+        try:
+            with self._tx() as db:
+                db.execute(
+                    f"INSERT INTO jobs ({cols}) VALUES ({marks})",
+                    [getattr(row, c) for c in _JOB_COLS],
+                )
+        except sqlite3.IntegrityError:
+            raise AlreadyExistsError(
+                f'trainjobs.trainer.kubeflow.org "{row.name}" already exists'
+            ) from None
+
+    def job(self, namespace: str, name: str) -> JobRow | None:
+        cur = self._db.execute(
+            f"SELECT {', '.join(_JOB_COLS)} FROM jobs WHERE namespace = ? AND name = ?",
+            (namespace, name),
+        )
+        r = cur.fetchone()
+        return JobRow(*r) if r else None
+
+    def jobs(self, namespace: str | None = None) -> list[JobRow]:
+        sql = f"SELECT {', '.join(_JOB_COLS)} FROM jobs"
+        args: tuple[str, ...] = ()
+        if namespace is not None:
+            sql += " WHERE namespace = ?"
+            args = (namespace,)
+        sql += " ORDER BY created_ts, namespace, name"
+        return [JobRow(*r) for r in self._db.execute(sql, args)]
+
+    def update_job(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        *,
+        only_phases: Sequence[str] | None = None,
+        **values: Any,
+    ) -> bool:
+        """Set columns of one job (of this ``uid``); with ``only_phases``, only while in them.
+
+        Returns whether a row changed.
+        """
+        bad = set(values) - set(_JOB_COLS)
+        if bad:
+            raise ValueError(f"unknown job columns: {sorted(bad)}")
+        sets = ", ".join(f"{k} = ?" for k in values)
+        sql = f"UPDATE jobs SET {sets} WHERE namespace = ? AND name = ? AND uid = ?"
+        args: list[Any] = [*values.values(), namespace, name, uid]
+        if only_phases is not None:
+            sql += f" AND phase IN ({', '.join('?' for _ in only_phases)})"
+            args.extend(only_phases)
+        with self._tx() as db:
+            return db.execute(sql, args).rowcount > 0
+
+    def write_status(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        *,
+        pods: Sequence[PodRow],
+        events: Sequence[EventRow],
+        **values: Any,
+    ) -> bool:
+        """A supervisor's write: job columns, every pod row and new events, in one transaction.
+
+        Nothing is written (and False returned) when the job is gone, was re-created, or was
+        marked finished by someone else (a client that found the supervisor dead).
+        """
+        sets = ", ".join(f"{k} = ?" for k in values)
+        pod_cols = ", ".join(_POD_COLS)
+        ev_cols = ", ".join(_EVENT_COLS)
+        with self._tx() as db:
+            cur = db.execute(
+                f"UPDATE jobs SET {sets} WHERE namespace = ? AND name = ? AND uid = ? "
+                "AND phase NOT IN ('Complete', 'Failed')",
+                [*values.values(), namespace, name, uid],
+            )
+            if cur.rowcount == 0:
+                return False
+            db.executemany(
+                f"INSERT OR REPLACE INTO pods ({pod_cols}) VALUES ({', '.join('?' for _ in _POD_COLS)})",
+                [[getattr(p, c) for c in _POD_COLS] for p in pods],
+            )
+            db.executemany(
+                f"INSERT INTO events ({ev_cols}) VALUES ({', '.join('?' for _ in _EVENT_COLS)})",
+                [[getattr(e, c) for c in _EVENT_COLS] for e in events],
+            )
+        return True
+
+    def delete_job(self, namespace: str, name: str, uid: str) -> None:
+        with self._tx() as db:
+            key = (namespace, name, uid)
+            db.execute("DELETE FROM jobs WHERE namespace = ? AND name = ? AND uid = ?", key)
+            db.execute("DELETE FROM pods WHERE namespace = ? AND name = ? AND uid = ?", key)
+            db.execute("DELETE FROM events WHERE namespace = ? AND name = ? AND uid = ?", key)
+
+    # -- pods ---------------------------------------------------------------------------------
+
+    def put_pods(self, pods: Sequence[PodRow]) -> None:
+        """Insert or replace pod rows, in one transaction."""
+        cols = ", ".join(_POD_COLS)
+        marks = ", ".join("?" for _ in _POD_COLS)
+        with self._tx() as db:
+            db.executemany(
+                f"INSERT OR REPLACE INTO pods ({cols}) VALUES ({marks})",
+                [[getattr(p, c) for c in _POD_COLS] for p in pods],
+            )
+
+    def pods(self, namespace: str, name: str) -> list[PodRow]:
+        cur = self._db.execute(
+            f"SELECT {', '.join(_POD_COLS)} FROM pods WHERE namespace = ? AND name = ? "
+            "ORDER BY rowid",
+            (namespace, name),
+        )
+        return [PodRow(*r) for r in cur]
+
+    # -- events -------------------------------------------------------------------------------
+
+    def add_event(self, event: EventRow) -> None:
+        cols = ", ".join(_EVENT_COLS)
+        marks = ", ".join("?" for _ in _EVENT_COLS)
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO events ({cols}) VALUES ({marks})",
+                [getattr(event, c) for c in _EVENT_COLS],
+            )
+
+    def events(self, namespace: str, name: str) -> list[EventRow]:
+        cur = self._db.execute(
+            f"SELECT {', '.join(_EVENT_COLS)} FROM events WHERE namespace = ? AND name = ? "
+            "ORDER BY id",
+            (namespace, name),
+        )
+        return [EventRow(*r) for r in cur]
+
+    # -- runtimes -----------------------------------------------------------------------------
+
+    def put_runtime(self, kind: str, namespace: str, name: str, body: dict[str, Any]) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO runtimes (kind, namespace, name, body) VALUES (?, ?, ?, ?)",
+                (kind, namespace, name, json.dumps(body)),
+            )
+
+    def runtimes(self) -> list[dict[str, Any]]:
+        cur = self._db.execute("SELECT body FROM runtimes ORDER BY kind, namespace, name")
+        return [json.loads(r[0]) for r in cur]

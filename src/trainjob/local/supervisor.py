@@ -1,0 +1,509 @@
+"""The per-job supervisor: runs one TrainJob's JobSet as local processes until it finishes.
+
+Started detached (own session) by :meth:`LocalExecutor.submit` as
+``python -m trainjob.local.supervisor --home H --namespace NS --name N --uid UID``, it outlives the
+client. Each tick it reads what the user wants from the store (suspend, resume, delete), then
+plays the JobSet and Job controllers on this host, in their order:
+
+1. reap finished pods (a Job fails once its pods failed more than ``backoffLimit`` times);
+2. a failed Job -> the JobSet failure policy (fail, or restart every pod under ``maxRestarts``);
+3. the success policy (``All``/``Any`` of the target replicatedJobs) -> Complete;
+4. start the pods whose ``dependsOn`` is met;
+5. ``activeDeadlineSeconds`` -> Failed/DeadlineExceeded;
+
+and writes the TrainJob status (conditions, jobsStatus), the pods and events in one go when they
+changed. It exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the
+pods and marks the job Failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from trainjob.api import constants as c
+from trainjob.local import home as homes
+from trainjob.local import mpi, pods, procs, status, volumes
+from trainjob.local import state as st
+from trainjob.local.podrun import PodRun, describe_exit
+from trainjob.local.store import EventRow, PodRow, Store, now
+from trainjob.runtime.plan import Plan
+
+TICK = 0.05
+Key = tuple[str, int, int]  # (replicatedJob, job index, completion index)
+
+
+class Stop(Exception):
+    """The supervisor was told to stop (SIGTERM)."""
+
+
+class Supervisor:
+    def __init__(self, home: Path, namespace: str, name: str, uid: str) -> None:
+        self.home, self.namespace, self.name, self.uid = home, namespace, name, uid
+        self.store = Store(homes.db_path(home))
+        row = self.store.job(namespace, name)
+        if row is None or row.uid != uid:
+            raise SystemExit(0)
+        self.row = row
+        self.plan = Plan(tuple(json.loads(row.plan)))
+        self.runtime: dict[str, Any] = json.loads(row.runtime)
+        self.status: dict[str, Any] = row.status_dict()
+        self.restarts = row.restarts
+        self.started = row.started
+        self.phase = row.phase
+        self.suspended = False
+        self.clock_start = row.created_ts
+        self.base_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINJOB_SUP")}
+        self.templates: list[pods.PodTemplate] = []
+        self.runs: dict[Key, PodRun] = {}
+        self.rows: dict[Key, PodRow] = {}
+        self.failures: dict[tuple[str, int], int] = {}
+        self.virtual: set[Key] = set()
+        self.events: list[EventRow] = []
+        self.dirty = True
+        js_spec = self.plan.jobset.get("spec") or {}
+        self.rjob_names = [r["name"] for r in js_spec.get("replicatedJobs") or ()]
+        self.success_policy = js_spec.get("successPolicy") or {}
+        self.failure_policy = js_spec.get("failurePolicy")
+        self.jobset_name = self.plan.jobset["metadata"]["name"]
+        self.local_mpi = mpi.adapt(self.plan, self.runtime)
+        if self.local_mpi:
+            self.base_env.update(self.local_mpi.env)
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def event(
+        self, type_: str, reason: str, message: str, kind: str = "TrainJob", obj: str = ""
+    ) -> None:
+        self.events.append(
+            EventRow(
+                self.namespace,
+                self.name,
+                self.uid,
+                type_,
+                reason,
+                message,
+                now(),
+                kind,
+                obj or self.name,
+            )
+        )
+        self.dirty = True
+
+    def set_pod(self, key: Key, **values: Any) -> None:
+        self.rows[key] = replace(self.rows[key], **values)
+        self.dirty = True
+
+    def flush(self) -> None:
+        if not self.dirty:
+            return
+        self.status["jobsStatus"] = self.jobs_status()
+        ok = self.store.write_status(
+            self.namespace,
+            self.name,
+            self.uid,
+            pods=list(self.rows.values()),
+            events=self.events,
+            phase=self.phase,
+            status=json.dumps(self.status),
+            started=self.started,
+            restarts=self.restarts,
+            reason=self.row.reason,
+            message=self.row.message,
+            completed=self.row.completed,
+        )
+        self.events = []
+        self.dirty = False
+        if not ok:  # the job was deleted (or replaced) under us
+            self.kill_all()
+            raise SystemExit(0)
+
+    def jobs_status(self) -> list[dict[str, int | str]]:
+        """``jobsStatus`` as JobSet's replicatedJobsStatus counts it: Jobs, not pods."""
+        out: list[dict[str, int | str]] = []
+        for rname in self.rjob_names:
+            n = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+            for j in sorted({t.job_index for t in self.templates if t.job == rname}):
+                rows = [r for k, r in self.rows.items() if k[0] == rname and k[1] == j]
+                state = self.job_state(rname, j)
+                if state == "Complete":
+                    n["succeeded"] += 1
+                    continue
+                if state == "Failed":
+                    n["failed"] += 1
+                    continue
+                running = sum(r.phase == st.POD_RUNNING for r in rows)
+                succeeded = sum(r.phase == st.POD_SUCCEEDED for r in rows)
+                n["suspended"] += int(self.suspended)
+                n["active"] += int(running > 0)
+                n["ready"] += int(bool(rows) and running + succeeded >= len(rows))
+            out.append({"name": rname, **n})
+        return out
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    def new_attempt(self) -> None:
+        """Create the pods of a (re)started JobSet, all Pending."""
+        self.templates = pods.pod_templates(self.plan, self.uid, self.restarts)
+        self.network = pods.network_for(self.plan, self.templates, procs.free_port)
+        self.runs = {}
+        self.failures = {}
+        self.virtual = set()
+        self.rows = {}
+        for t in self.templates:
+            key = (t.job, t.job_index, t.index)
+            message = ""
+            if self.local_mpi and self.local_mpi.skips(t):
+                self.virtual.add(key)
+                message = mpi.SKIPPED_MESSAGE
+            self.rows[key] = PodRow(
+                self.namespace,
+                self.name,
+                self.uid,
+                t.job,
+                t.job_index,
+                t.index,
+                t.name,
+                st.POD_PENDING,
+                restarts=self.restarts,
+                message=message,
+            )
+        self.dirty = True
+
+    def job_state(self, rname: str, j: int) -> str:
+        keys = [k for k in self.rows if k[0] == rname and k[1] == j]
+        if self.failures.get((rname, j), 0) > self._backoff(rname):
+            return "Failed"
+        if keys and all(self.rows[k].phase == st.POD_SUCCEEDED for k in keys):
+            return "Complete"
+        return "Active"
+
+    def _backoff(self, rname: str) -> int:
+        for t in self.templates:
+            if t.job == rname:
+                return t.backoff_limit
+        return 0
+
+    def deps_met(self, t: pods.PodTemplate) -> bool:
+        for dep, want in t.depends_on:
+            keys = [k for k in self.rows if k[0] == dep]
+            phases = [self.rows[k].phase for k in keys]
+            if want == "Complete" and not all(p == st.POD_SUCCEEDED for p in phases):
+                return False
+            if want == "Ready" and not all(p in (st.POD_RUNNING, st.POD_SUCCEEDED) for p in phases):
+                return False
+        return True
+
+    def start_pods(self) -> None:
+        vols = homes.volumes_dir(self.home, self.namespace, self.name)
+        for t in self.templates:
+            key = (t.job, t.job_index, t.index)
+            row = self.rows[key]
+            if row.phase != st.POD_PENDING or key in self.runs or not self.deps_met(t):
+                continue
+            if key in self.virtual:
+                self.set_pod(key, phase=st.POD_RUNNING, started=now())
+                self._mark_started()
+                continue
+            try:
+                volumes.materialize(t, self.plan, vols)
+                local = pods.build_pod(
+                    t, self.network, self.plan, vols, self.row.cwd, self.namespace, self.base_env
+                )
+            except (pods.PodConfigError, OSError) as e:
+                self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
+                return
+            log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
+            run = PodRun(local, log)
+            try:
+                run.start()
+            except OSError as e:
+                self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
+                return
+            self.runs[key] = run
+            leader = run.leader
+            pid = leader.pid if leader else None
+            self.set_pod(
+                key,
+                phase=st.POD_RUNNING,
+                started=now(),
+                pid=pid,
+                pid_start=procs.start_time(pid) if pid else None,
+            )
+            self.event(
+                "Normal",
+                "SuccessfulCreate",
+                f"Created pod: {t.name}",
+                "Job",
+                f"{self.jobset_name}-{t.job}-{t.job_index}",
+            )
+            self._mark_started()
+
+    def _mark_started(self) -> None:
+        if self.phase in (st.CREATED, st.SUSPENDED):
+            self.phase = st.RUNNING
+        if self.started is None:
+            self.started = now()
+        self.dirty = True
+
+    def reap(self) -> None:
+        for key, run in list(self.runs.items()):
+            if not run.poll():
+                continue
+            code = run.exit_code
+            assert code is not None
+            t = next(t for t in self.templates if (t.job, t.job_index, t.index) == key)
+            if code == 0:
+                self.set_pod(key, phase=st.POD_SUCCEEDED, exit_code=0, finished=now(), pid=None)
+            else:
+                what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
+                self.set_pod(
+                    key, phase=st.POD_FAILED, exit_code=code, finished=now(), pid=None, message=what
+                )
+                self.event("Warning", "Failed", what, "Pod", t.name)
+                jk = (key[0], key[1])
+                self.failures[jk] = self.failures.get(jk, 0) + 1
+                if self.failures[jk] <= t.backoff_limit:
+                    # The Job controller replaces a failed pod while under backoffLimit.
+                    self._rotate_log(t)
+                    self.set_pod(
+                        key, phase=st.POD_PENDING, exit_code=None, started=None, finished=None
+                    )
+                else:
+                    job_name = f"{self.jobset_name}-{t.job}-{t.job_index}"
+                    self.event(
+                        "Warning",
+                        status.REASON_BACKOFF_LIMIT_EXCEEDED,
+                        status.MESSAGE_BACKOFF_LIMIT_EXCEEDED,
+                        "Job",
+                        job_name,
+                    )
+            del self.runs[key]
+
+    def _rotate_log(self, t: pods.PodTemplate) -> None:
+        log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
+        if log.exists():
+            n = 1
+            while log.with_name(f"{log.name}.{n}").exists():
+                n += 1
+            log.rename(log.with_name(f"{log.name}.{n}"))
+
+    def kill_all(self) -> None:
+        for run in self.runs.values():
+            run.kill()
+        self.runs = {}
+
+    def stop_pods(self, phase_for_running: str, message: str) -> None:
+        """Kill every process; Pending/Running pods take ``phase_for_running``."""
+        self.kill_all()
+        for key, row in self.rows.items():
+            if row.phase in (st.POD_PENDING, st.POD_RUNNING):
+                if key in self.virtual and phase_for_running == st.POD_FAILED:
+                    continue
+                fields: dict[str, Any] = {
+                    "phase": phase_for_running,
+                    "pid": None,
+                    "message": message or row.message,
+                }
+                if row.phase == st.POD_RUNNING:
+                    fields["finished"] = now()
+                self.set_pod(key, **fields)
+
+    # -- policies -------------------------------------------------------------------------------
+
+    def failed_jobs(self) -> list[tuple[str, int]]:
+        return [
+            (t.job, t.job_index)
+            for t in self.templates
+            if t.index == 0 and self.job_state(t.job, t.job_index) == "Failed"
+        ]
+
+    def apply_failure_policy(self, failed: list[tuple[str, int]]) -> None:
+        rname, j = failed[0]
+        first = f"{self.jobset_name}-{rname}-{j}"
+        policy = self.failure_policy
+        if policy is None:
+            self.fail(
+                status.REASON_FAILED_JOBS,
+                status.with_first_failed_job(status.MESSAGE_FAILED_JOBS, first),
+            )
+            return
+        action = "RestartJobSet"
+        for rule in policy.get("rules") or ():
+            targets = rule.get("targetReplicatedJobs") or []
+            reasons = rule.get("onJobFailureReasons") or []
+            if (not targets or rname in targets) and (
+                not reasons or status.REASON_BACKOFF_LIMIT_EXCEEDED in reasons
+            ):
+                action = rule.get("action", action)
+                break
+        if action == "FailJobSet":
+            self.fail(
+                status.REASON_FAIL_JOBSET_ACTION,
+                status.with_first_failed_job(status.MESSAGE_FAIL_JOBSET_ACTION, first),
+            )
+            return
+        counted = action == "RestartJobSet"
+        if counted and self.restarts >= int(policy.get("maxRestarts") or 0):
+            self.fail(
+                status.REASON_REACHED_MAX_RESTARTS,
+                status.with_first_failed_job(status.MESSAGE_REACHED_MAX_RESTARTS, first),
+            )
+            return
+        self.kill_all()
+        self.restarts += 1
+        for t in self.templates:
+            self._rotate_log(t)
+        self.event(
+            "Warning",
+            status.REASON_RESTARTING,
+            f"restarting jobset, attempt {self.restarts}",
+            "JobSet",
+            self.jobset_name,
+        )
+        self.new_attempt()
+
+    def check_success(self) -> bool:
+        operator = self.success_policy.get("operator", "All")
+        targets = self.success_policy.get("targetReplicatedJobs") or self.rjob_names
+        jobs = {(t.job, t.job_index) for t in self.templates if t.job in targets}
+        states = [self.job_state(r, j) == "Complete" for r, j in sorted(jobs)]
+        return bool(states) and (any(states) if operator == "Any" else all(states))
+
+    def fail(self, reason: str, message: str) -> None:
+        self.stop_pods(st.POD_FAILED, "")
+        ts = now()
+        status.failed(self.status, reason, message, ts)
+        self.phase = st.FAILED
+        self.row = replace(self.row, reason=reason, message=message, completed=ts)
+        self.event("Warning", reason, message, "TrainJob", self.name)
+
+    def succeed(self) -> None:
+        self.stop_pods(st.POD_SUCCEEDED, "")
+        ts = now()
+        status.complete(self.status, ts)
+        self.phase = st.COMPLETE
+        self.row = replace(
+            self.row,
+            reason=status.REASON_ALL_JOBS_COMPLETED,
+            message=status.MESSAGE_ALL_JOBS_COMPLETED,
+            completed=ts,
+        )
+        self.event(
+            "Normal",
+            status.REASON_ALL_JOBS_COMPLETED,
+            status.MESSAGE_ALL_JOBS_COMPLETED,
+            "JobSet",
+            self.jobset_name,
+        )
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def sync_desired(self) -> bool:
+        """Read suspend/delete from the store; False when the supervisor must exit."""
+        row = self.store.job(self.namespace, self.name)
+        if row is None or row.uid != self.uid or row.deleting or row.phase in st.FINISHED:
+            return False
+        want_suspend = bool(row.suspend)
+        if want_suspend and not self.suspended:
+            self.suspended = True
+            self.stop_pods(st.POD_PENDING, "")
+            for key in self.rows:
+                self.set_pod(key, started=None, finished=None, exit_code=None)
+            status.suspended(self.status, now())
+            self.phase = st.SUSPENDED
+            self.event("Normal", c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED)
+        elif not want_suspend and self.suspended:
+            self.suspended = False
+            status.resumed(self.status, now())
+            self.clock_start = time.time()
+            self.phase = st.RUNNING if self.started else st.CREATED
+            self.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
+            self.new_attempt()
+        return True
+
+    def check_deadline(self) -> None:
+        spec = self.row.trainjob_dict().get("spec") or {}
+        ads = spec.get("activeDeadlineSeconds")
+        if ads and ads > 0 and time.time() - self.clock_start >= ads:
+            self.fail(c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
+
+    def tick(self) -> bool:
+        if not self.sync_desired():
+            return False
+        if not self.suspended:
+            self.reap()
+            failed = self.failed_jobs()
+            if failed:
+                self.apply_failure_policy(failed)
+            elif self.check_success():
+                self.succeed()
+            if self.phase not in st.FINISHED:
+                self.start_pods()
+            if self.phase not in st.FINISHED:
+                self.check_deadline()
+        self.flush()
+        return self.phase not in st.FINISHED
+
+    def run(self) -> None:
+        self.store.update_job(
+            self.namespace,
+            self.name,
+            self.uid,
+            supervisor_pid=os.getpid(),
+            supervisor_start=procs.start_time(os.getpid()),
+        )
+        if bool(self.row.suspend):
+            self.suspended = True
+            status.suspended(self.status, now())
+            self.phase = st.SUSPENDED
+        self.new_attempt()
+        try:
+            while self.tick():
+                time.sleep(TICK)
+        except Stop:
+            self.fail(status.REASON_SUPERVISOR_ERROR, "the local supervisor was terminated")
+            self.flush()
+        finally:
+            self.kill_all()
+
+
+def _on_term(_signum: int, _frame: object) -> None:
+    raise Stop
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainjob.local.supervisor")
+    parser.add_argument("--home", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--uid", required=True)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_term)
+    sup = Supervisor(Path(args.home), args.namespace, args.name, args.uid)
+    try:
+        sup.run()
+    except SystemExit:
+        raise
+    except BaseException as e:  # a bug: record it on the job, never leave it Running
+        traceback.print_exc()
+        sup.kill_all()
+        try:
+            sup.fail(status.REASON_SUPERVISOR_ERROR, f"the local supervisor failed: {e!r}")
+            sup.flush()
+        except BaseException:
+            traceback.print_exc()
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

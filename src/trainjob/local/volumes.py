@@ -1,0 +1,32 @@
+"""Pod volumes as directories under the job's home: Secret and ConfigMap files written out.
+
+An ``emptyDir``, a PVC or a volume claim template is an empty directory shared by every pod of the
+job that mounts it (so an initializer's ``/workspace`` is the trainer's); a Secret or ConfigMap
+volume gets its keys as files with their modes. Used by the supervisor before a pod starts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trainjob.local import pods
+from trainjob.runtime.plan import Plan
+
+
+def materialize(pod: pods.PodTemplate, plan: Plan, root: Path) -> None:
+    """Create the directories (and files) of ``pod``'s volumes under ``root``."""
+    dirs = pods.volume_dirs(pod, root)
+    by_name = {v["name"]: v for v in pod.spec.get("volumes") or ()}
+    for name, path in dirs.items():
+        volume = by_name.get(name) or {}
+        if "hostPath" in volume:
+            continue
+        path.mkdir(parents=True, exist_ok=True)
+        for rel, (content, mode) in pods.volume_files(volume, plan).items():
+            target = path / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists():
+                target.chmod(0o600)
+            target.write_bytes(content)
+            os.chmod(target, mode)
