@@ -55,7 +55,7 @@ command -v go >/dev/null || { echo "build-control-plane: 'go' is not on PATH" >&
 
 export GOMODCACHE="$CP/go/mod"
 export GOCACHE="$CP/go/build"
-export GOFLAGS="-mod=mod -buildvcs=false"
+export GOFLAGS="-mod=mod -modcacherw -buildvcs=false"  # -modcacherw: `rm -rf` of the cache works
 export CGO_ENABLED=0
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 export GOWORK=off
@@ -143,6 +143,7 @@ k8s_wrapper() {
     for m in $mods; do args+=("-replace=$m=$m@$staging_ver"); done
     go mod edit "${args[@]}" -require="k8s.io/kubernetes@$K8S_VERSION"
     echo "build-control-plane:   $(wc -w <<<"$mods") staging modules pinned at $staging_ver" >&2
+    touch .ready
   )
   echo "$w"
   log "  wrapper ready in $(( $(now) - t0 ))s" >&2
