@@ -40,6 +40,37 @@ def generate_name() -> str:
 # CustomTrainer
 
 
+_PIP = "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install"
+_PIP_SCRIPT = textwrap.dedent(
+    """
+    if ! [ -x "$(command -v pip)" ]; then
+        python -m ensurepip || python -m ensurepip --user || apt-get install python-pip
+    fi
+
+    """
+) + textwrap.dedent(
+    f"""
+    PACKAGES=(__PACKAGES__)
+    PIP_OPTS=(__OPTS__)
+    LOG_FILE=__LOG_FILE__
+    rm -f "$LOG_FILE"
+
+    if {_PIP} --quiet \\
+        --no-warn-script-location "${{PIP_OPTS[@]}}" --user "${{PACKAGES[@]}}" >"$LOG_FILE" 2>&1; then
+        echo "Successfully installed Python packages (user): ${{PACKAGES[*]}}"
+    elif {_PIP} --quiet \\
+        --no-warn-script-location "${{PIP_OPTS[@]}}" "${{PACKAGES[@]}}" >>"$LOG_FILE" 2>&1; then
+        echo "Successfully installed Python packages (system-wide): ${{PACKAGES[*]}}"
+    else
+        echo "ERROR: Failed to install Python packages: ${{PACKAGES[*]}}" >&2
+        cat "$LOG_FILE" >&2
+        exit 1
+    fi
+
+    """
+)
+
+
 def pip_install_script(
     packages: Sequence[str], index_urls: Sequence[str], log_file: str = "pip_install.log"
 ) -> str:
@@ -51,37 +82,11 @@ def pip_install_script(
         [f"--index-url {shlex.quote(str(index_urls[0]))}"]
         + [f"--extra-index-url {shlex.quote(str(u))}" for u in index_urls[1:]]
     )
-    header = textwrap.dedent(
-        """
-        if ! [ -x "$(command -v pip)" ]; then
-            python -m ensurepip || python -m ensurepip --user || apt-get install python-pip
-        fi
-
-        """
+    return (
+        _PIP_SCRIPT.replace("__PACKAGES__", pkgs)
+        .replace("__OPTS__", opts)
+        .replace("__LOG_FILE__", _dq(log_file))
     )
-    pip = "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install"
-    body = textwrap.dedent(
-        f"""
-        PACKAGES=({pkgs})
-        PIP_OPTS=({opts})
-        LOG_FILE={_dq(log_file)}
-        rm -f "$LOG_FILE"
-
-        if {pip} --quiet \\
-            --no-warn-script-location "${{PIP_OPTS[@]}}" --user "${{PACKAGES[@]}}" >"$LOG_FILE" 2>&1; then
-            echo "Successfully installed Python packages (user): ${{PACKAGES[*]}}"
-        elif {pip} --quiet \\
-            --no-warn-script-location "${{PIP_OPTS[@]}}" "${{PACKAGES[@]}}" >>"$LOG_FILE" 2>&1; then
-            echo "Successfully installed Python packages (system-wide): ${{PACKAGES[*]}}"
-        else
-            echo "ERROR: Failed to install Python packages: ${{PACKAGES[*]}}" >&2
-            cat "$LOG_FILE" >&2
-            exit 1
-        fi
-
-        """
-    )
-    return header + body
 
 
 def _dq(value: str) -> str:

@@ -107,9 +107,9 @@ def _ssl_context(
     cert_data: str | None,
     key_data: str | None,
 ) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=ca_file)
-    if ca_data:
-        ctx.load_verify_locations(cadata=base64.b64decode(ca_data).decode())
+    # With a CA given only that CA is trusted (as kubectl); else the system's.
+    cadata = base64.b64decode(ca_data).decode() if ca_data else None
+    ctx = ssl.create_default_context(cafile=ca_file, cadata=cadata)
     if cert_data or key_data:
         tmp = tempfile.mkdtemp(prefix="trainjob-kube-")
         try:

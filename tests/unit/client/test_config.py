@@ -1,0 +1,107 @@
+"""Which backend TrainerClient uses when none is given, and why it says so."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from trainjob.client import config
+
+
+@pytest.fixture
+def home(tmp_path):
+    h = tmp_path / "home"
+    h.mkdir()
+    return h
+
+
+def kubeconfig(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("apiVersion: v1\nkind: Config\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("setup", "want", "reason"),
+    [
+        pytest.param(lambda h, sa: {}, "local", "no kubeconfig", id="nothing configured is local"),
+        pytest.param(
+            lambda h, sa: {"KUBECONFIG": str(kubeconfig(h / "k.yaml"))},
+            "kubernetes",
+            "k.yaml",
+            id="KUBECONFIG naming a file is kubernetes",
+        ),
+        pytest.param(
+            lambda h, sa: {"KUBECONFIG": str(h / "missing.yaml")},
+            "local",
+            "no kubeconfig",
+            id="KUBECONFIG naming no file is local",
+        ),
+        pytest.param(
+            lambda h, sa: (kubeconfig(h / ".kube" / "config"), {})[1],
+            "kubernetes",
+            ".kube/config",
+            id="a ~/.kube/config file is kubernetes",
+        ),
+        pytest.param(
+            lambda h, sa: ((sa / "token").write_text("t"), {"KUBERNETES_SERVICE_HOST": "10.0.0.1"})[
+                1
+            ],
+            "kubernetes",
+            "in-cluster",
+            id="a pod with a service account is kubernetes",
+        ),
+        pytest.param(
+            lambda h, sa: {"KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+            "local",
+            "no kubeconfig",
+            id="a service host without a token is local",
+        ),
+        pytest.param(
+            lambda h, sa: {
+                "TRAINJOB_BACKEND": "local",
+                "KUBECONFIG": str(kubeconfig(h / "k.yaml")),
+            },
+            "local",
+            "TRAINJOB_BACKEND=local",
+            id="TRAINJOB_BACKEND=local wins over a kubeconfig",
+        ),
+        pytest.param(
+            lambda h, sa: {"TRAINJOB_BACKEND": "Kubernetes"},
+            "kubernetes",
+            "TRAINJOB_BACKEND=kubernetes",
+            id="TRAINJOB_BACKEND=kubernetes forces kubernetes",
+        ),
+    ],
+)
+def test_default_backend_rule(home, tmp_path, caplog, setup, want, reason):
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    env = {"HOME": str(home), **setup(home, sa)}
+    with caplog.at_level(logging.INFO, logger="trainjob.client.config"):
+        cfg = config.default_backend_config(env, sa_dir=sa)
+    kind = "kubernetes" if isinstance(cfg, config.KubernetesBackendConfig) else "local"
+    assert kind == want
+    assert f"TrainerClient backend: {want}" in caplog.text
+    assert reason in caplog.text
+
+
+def test_an_unknown_forced_backend_is_refused(home):
+    with pytest.raises(ValueError, match="'docker' is not a backend"):
+        config.default_backend_config({"HOME": str(home), "TRAINJOB_BACKEND": "docker"})
+
+
+def test_local_backend_config_alias_and_upstream_fields():
+    cfg = config.LocalBackendConfig(cleanup_venv=False, env={"A": "1"})
+    assert isinstance(cfg, config.LocalProcessBackendConfig)
+    assert cfg.env == {"A": "1"}
+    with pytest.raises(ValueError):
+        config.LocalProcessBackendConfig(unknown=1)
+
+
+def test_trainer_client_refuses_an_unknown_config():
+    from trainjob import TrainerClient
+
+    with pytest.raises(ValueError, match="Invalid backend config"):
+        TrainerClient(backend_config="local")  # type: ignore[arg-type]
