@@ -686,5 +686,5 @@ def test_runtime_devices_multiply_by_nodes_and_mpi_overrides_the_count():
 def test_a_runtime_without_framework_label_is_refused():
     cr = builtin_runtimes()["torch-distributed"].to_dict()
     del cr["metadata"]["labels"]
-    with pytest.raises(ValueError, match="must have trainer.kubeflow.org/framework label"):
+    with pytest.raises(ValueError, match=re.escape("must have trainer.kubeflow.org/framework label")):
         runtimes.runtime_from_cr(cr)
