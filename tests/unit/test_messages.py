@@ -21,9 +21,9 @@ from trainjob.api import constants as c
 from trainjob.api import validation
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainJob
-from trainjob.errors import InvalidError, NotFoundError
+from trainjob.errors import InvalidError, NotFoundError, format_value
 from trainjob.runtime import compile, validate
-from trainjob.runtime.info import Info
+from trainjob.runtime.compiler import build_info
 from trainjob.runtime.plugins import volcano
 
 Obj = dict[str, Any]
@@ -121,13 +121,8 @@ def patch(job: str, *, containers: list[Obj] | None = None, init: list[Obj] | No
 
 
 def patch_value(p: Obj) -> str:
-    return parse_patches([p])
-
-
-def parse_patches(patches: list[Obj]) -> str:
-    tj = trainjob(TORCH, runtimePatches=patches)
-    from trainjob.errors import format_value
-
+    """``spec.runtimePatches`` as the error prints it (the whole list, as stored)."""
+    tj = trainjob(TORCH, runtimePatches=[p])
     return format_value([pp.to_dict() for pp in tj.spec.runtime_patches or []])
 
 
@@ -142,9 +137,7 @@ def volcano_errors(
         replicated_jobs=[node_job(container(), name="node")],
     )
     tj = trainjob(TORCH)
-    from trainjob.runtime.compiler import build_info
-
-    info: Info = build_info(tj, rt)
+    info = build_info(tj, rt)
     if lookup is not None:
         rjob = info.jobset_spec["replicatedJobs"][0]
         rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = "high"
