@@ -130,6 +130,15 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
             errs.append(FieldError.duplicate(f"spec.runtimePatches[{i}]", {"manager": p.manager}))
         seen.add(p.manager)
         errs.extend(validate_domain_prefixed_path(path, p.manager))
+    trainer_status = tj.status.trainer_status if tj.status else None
+    if trainer_status is not None and trainer_status.last_updated_time is None:
+        errs.append(
+            FieldError.invalid(
+                "status.trainerStatus",
+                to_dict(trainer_status),
+                "lastUpdatedTime is required when trainerStatus is present",
+            )
+        )
     if old is not None:
         errs.extend(_validate_immutable(old, tj))
     return errs
@@ -277,7 +286,10 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
                 if c.CONTAINER_NODE in t.container_names:
                     errs.append(
                         FieldError.invalid(
-                            p, t.container_names, "must not contain the node container"
+                            p,
+                            t.container_names,
+                            "containerNames must not include the main node container because "
+                            "PET_* envs are always injected into it",
                         )
                     )
         if policy.mpi is not None:
@@ -298,6 +310,15 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
                         [c.MPI_IMPL_OPENMPI],
                     )
                 )
+        flux = policy.flux
+        if flux is not None and flux.num_proc_per_node is not None and flux.num_proc_per_node < 1:
+            errs.append(
+                FieldError.invalid(
+                    "spec.mlPolicy.flux.numProcPerNode",
+                    flux.num_proc_per_node,
+                    "NumProcPerNode in fluxPolicy must be >= 1",
+                )
+            )
     pgp = rt.spec.pod_group_policy
     if pgp is not None and pgp.coscheduling is not None and pgp.volcano is not None:
         errs.append(
