@@ -306,10 +306,11 @@ class Supervisor:
         self.kill_all()
         for key, row in self.rows.items():
             if row.phase in (st.POD_PENDING, st.POD_RUNNING):
-                if key in self.virtual and phase_for_running == st.POD_FAILED:
-                    continue
+                phase = phase_for_running
+                if key in self.virtual and phase == st.POD_FAILED:
+                    phase = st.POD_SUCCEEDED  # sshd-only pods did not fail; they were not needed
                 fields: dict[str, Any] = {
-                    "phase": phase_for_running,
+                    "phase": phase,
                     "pid": None,
                     "message": message or row.message,
                 }

@@ -1,0 +1,502 @@
+"""kubectl-style job commands on the local backend: run, get, describe, logs, suspend, resume, delete.
+
+``trainjob run -f job.yaml [-f runtime.yaml] [--wait] [--follow]`` submits every TrainJob in the
+files (runtimes in the files are applied first, then looked up before the built-in ones);
+``get jobs|runtimes``, ``describe job NAME``, ``logs NAME [--step node-1] [-f]`` and
+``suspend|resume|delete NAME`` read or change jobs; ``-n NAMESPACE`` everywhere. Mutations print
+``trainjob.trainer.kubeflow.org/NAME created`` lines; progress and final states go to stderr so
+stdout carries only what was asked for (tables, logs).
+
+Registered on :data:`trainjob.cli.app`; every command is a thin layer over
+:class:`trainjob.local.LocalExecutor`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+
+from trainjob.api import constants as c
+from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.cli import app
+from trainjob.cli import plan as planning
+from trainjob.errors import TrainJobError
+from trainjob.local import JobState, LocalExecutor
+from trainjob.local import state as st
+
+RESOURCE = f"trainjob.{c.GROUP}"
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+get_app = typer.Typer(help="Display jobs or runtimes.", no_args_is_help=True)
+describe_app = typer.Typer(help="Show details of a job.", no_args_is_help=True)
+app.add_typer(get_app, name="get")
+app.add_typer(describe_app, name="describe")
+
+Namespace = Annotated[str, typer.Option("--namespace", "-n", help="The namespace.")]
+
+
+class Output(StrEnum):
+    wide = "wide"
+    json = "json"
+    yaml = "yaml"
+    name = "name"
+
+
+def executor() -> LocalExecutor:
+    return LocalExecutor()
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+
+def _parse_ts(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    return time.mktime(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+
+
+def age(ts: str | None, until: float | None = None) -> str:
+    """kubectl's short durations: 45s, 3m12s, 5h3m, 2d4h."""
+    start = _parse_ts(ts)
+    if start is None:
+        return "<none>"
+    secs = max(0, int((until or time.time()) - start))
+    if secs < 120:
+        return f"{secs}s"
+    if secs < 3600:
+        return f"{secs // 60}m{secs % 60}s" if secs < 600 else f"{secs // 60}m"
+    if secs < 86400:
+        return f"{secs // 3600}h{(secs % 3600) // 60}m" if secs < 36000 else f"{secs // 3600}h"
+    return f"{secs // 86400}d{(secs % 86400) // 3600}h"
+
+
+class Columns:
+    """kubectl's plain columns: left-aligned, three spaces apart, no borders, never truncated."""
+
+    def __init__(self, *headers: str, indent: str = "") -> None:
+        self.rows: list[list[str]] = [list(headers)]
+        self.indent = indent
+
+    def add_row(self, *cells: str) -> None:
+        self.rows.append([c.replace("\n", " ") for c in cells])
+
+    def render(self) -> str:
+        widths = [max(len(r[i]) for r in self.rows) for i in range(len(self.rows[0]))]
+        lines = []
+        for r in self.rows:
+            cells = [cell.ljust(w) for cell, w in zip(r, widths, strict=True)]
+            lines.append((self.indent + "   ".join(cells)).rstrip())
+        return "\n".join(lines)
+
+
+def _table(*headers: str, indent: str = "") -> Columns:
+    return Columns(*headers, indent=indent)
+
+
+def _print(table: Columns) -> None:
+    sys.stdout.write(table.render() + "\n")
+
+
+def _dump(objs: list[dict[str, Any]], output: Output) -> str:
+    if output is Output.json:
+        body: Any = (
+            objs[0] if len(objs) == 1 else {"apiVersion": "v1", "kind": "List", "items": objs}
+        )
+        return json.dumps(body, indent=2) + "\n"
+    body = objs[0] if len(objs) == 1 else {"apiVersion": "v1", "kind": "List", "items": objs}
+    return str(yaml.safe_dump(body, sort_keys=False))
+
+
+def step_name(job: str, index: int, job_index: int = 0) -> str:
+    """The SDK's step names: ``node-1``; an initializer's job name alone; ``job-J-I`` for replicas."""
+    if job_index:
+        return f"{job}-{job_index}-{index}"
+    if job in (c.JOB_DATASET_INITIALIZER, c.JOB_MODEL_INITIALIZER) and index == 0:
+        return job
+    return f"{job}-{index}"
+
+
+def parse_step(step: str, known: list[tuple[str, int, int]]) -> tuple[str, int, int]:
+    """``node-1`` -> (node, 1, 0); a bare job name -> its pod 0."""
+    for job, index, job_index in known:
+        if step in (step_name(job, index, job_index), f"{job}-{job_index}-{index}"):
+            return job, index, job_index
+    m = re.fullmatch(r"(.+?)-(\d+)", step)
+    if m:
+        return m.group(1), int(m.group(2)), 0
+    return step, 0, 0
+
+
+def default_step(s: JobState) -> tuple[str, int, int]:
+    """The trainer's first pod that runs here: ``node-0``, or ``launcher-0`` for MPI."""
+    running = [p for p in s.pods if not p.message.startswith("not run locally")]
+    for job in (c.JOB_LAUNCHER, c.JOB_NODE):
+        for p in running:
+            if p.job == job:
+                return p.job, p.index, p.job_index
+    if running:
+        return running[0].job, running[0].index, running[0].job_index
+    return c.JOB_NODE, 0, 0
+
+
+# -- run ----------------------------------------------------------------------------------------
+
+
+def load_inputs(paths: list[str], namespace: str | None) -> tuple[list[TrainJob], list[Runtime]]:
+    trainjobs: list[TrainJob] = []
+    runtimes: list[Runtime] = []
+    for source, text in planning.read_sources(paths):
+        for doc in planning.documents(text, source):
+            obj = planning.parse(doc, source)
+            if isinstance(obj, TrainJob | TrainingRuntime):
+                obj = planning.with_namespace(obj, namespace)
+            if isinstance(obj, TrainJob):
+                trainjobs.append(obj)
+            elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
+                runtimes.append(obj)
+    if not trainjobs:
+        raise TrainJobError(f"no TrainJob found in {', '.join(paths)}")
+    return trainjobs, runtimes
+
+
+def progress_line(s: JobState) -> str:
+    pods = "  ".join(f"{step_name(p.job, p.index, p.job_index)} {p.phase}" for p in s.pods)
+    since = s.started or s.created
+    return f"{s.name}: {s.phase}  {pods}  {age(since)}"
+
+
+def watch(ex: LocalExecutor, name: str, namespace: str, quiet: bool = False) -> JobState:
+    """Wait until the job finishes, showing its progress on stderr; return its final state."""
+    if quiet or not err.is_terminal:
+        s = ex.wait(name, namespace, {st.COMPLETE, st.FAILED})
+        return s
+    with err.status(f"{name}: waiting") as status:
+        while True:
+            s = ex.state(name, namespace)
+            status.update(progress_line(s))
+            if s.finished:
+                return s
+            time.sleep(0.2)
+
+
+def finish(s: JobState) -> None:
+    """Report a finished job on stderr; exit 1 when it failed."""
+    took = ""
+    start, end = _parse_ts(s.started or s.created), _parse_ts(s.completed)
+    if start is not None and end is not None:
+        took = f" in {age(s.started or s.created, end)}"
+    if s.phase == st.FAILED:
+        raise TrainJobError(f"{RESOURCE}/{s.name} Failed{took}: {s.reason}: {s.message}")
+    err.print(f"{RESOURCE}/{s.name} {s.phase}{took}")
+
+
+@app.command("run")
+def run_command(
+    filename: Annotated[
+        list[str],
+        typer.Option("--filename", "-f", help="TrainJob (and runtime) files; - is stdin."),
+    ],
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="The namespace.")
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the job finishes; exit 1 if it fails.")
+    ] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", help="Stream the trainer's logs, then wait.")
+    ] = False,
+) -> None:
+    """Run TrainJobs on this machine."""
+    trainjobs, runtimes = load_inputs(filename, namespace)
+    ex = executor()
+    submitted: list[TrainJob] = []
+    for tj in trainjobs:
+        stored = ex.submit(tj, runtimes)
+        submitted.append(stored)
+        out.print(f"{RESOURCE}/{stored.metadata.name} created")
+    for tj in submitted:
+        name, ns = tj.metadata.name or "", tj.metadata.namespace or "default"
+        if follow:
+            s = ex.state(name, ns)
+            while not s.pods:
+                time.sleep(0.05)
+                s = ex.state(name, ns)
+            job, index, job_index = default_step(s)
+            for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
+                out.print(line, markup=False)
+            finish(watch(ex, name, ns, quiet=True))
+        elif wait:
+            finish(watch(ex, name, ns))
+
+
+# -- get ----------------------------------------------------------------------------------------
+
+
+def jobs_table(ex: LocalExecutor, namespace: str | None, names: list[str], wide: bool) -> Columns:
+    jobs = ex.list(namespace)
+    states = {(s.namespace, s.name): s for s in ex.states(namespace)}
+    headers = ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    if namespace is None:
+        headers.insert(0, "NAMESPACE")
+    if wide:
+        headers += ["STARTED", "DURATION", "REASON"]
+    table = _table(*headers)
+    for tj in jobs:
+        ns, name = tj.metadata.namespace or "default", tj.metadata.name or ""
+        if names and name not in names:
+            continue
+        s = states.get((ns, name))
+        phase = s.phase if s else "<unknown>"
+        nodes = tj.spec.trainer.num_nodes if tj.spec.trainer and tj.spec.trainer.num_nodes else None
+        row = [
+            name,
+            phase,
+            tj.spec.runtime_ref.name,
+            str(nodes or "<default>"),
+            str(s.restarts if s else 0),
+            age(tj.metadata.creation_timestamp),
+        ]
+        if namespace is None:
+            row.insert(0, ns)
+        if wide and s:
+            end = _parse_ts(s.completed)
+            row += [
+                s.started or "<none>",
+                age(s.started, end) if s.started else "<none>",
+                s.reason or "<none>",
+            ]
+        table.add_row(*row)
+    return table
+
+
+@get_app.command("jobs")
+def get_jobs(
+    names: Annotated[list[str] | None, typer.Argument(help="Job names (all if none).")] = None,
+    namespace: Namespace = "default",
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
+    ] = False,
+    output: Annotated[
+        Output | None, typer.Option("--output", "-o", help="wide|json|yaml|name")
+    ] = None,
+) -> None:
+    """List TrainJobs: NAME STATUS RUNTIME NODES RESTARTS AGE."""
+    ex = executor()
+    ns = None if all_namespaces else namespace
+    jobs = [ex.get(n, namespace) for n in names] if names else ex.list(ns)
+    if output in (Output.json, Output.yaml):
+        sys.stdout.write(_dump([j.to_dict() for j in jobs], output))
+        return
+    if output is Output.name:
+        for j in jobs:
+            out.print(f"{RESOURCE}/{j.metadata.name}")
+        return
+    if not jobs:
+        where = "any namespace" if ns is None else f"{ns} namespace"
+        err.print(f"No resources found in {where}.")
+        return
+    _print(jobs_table(ex, ns, names or [], output is Output.wide))
+
+
+for alias in ("job", "trainjob", "trainjobs"):
+    get_app.command(alias, hidden=True)(get_jobs)
+
+
+@get_app.command("runtimes")
+def get_runtimes(
+    namespace: Namespace = "default",
+    output: Annotated[
+        Output | None, typer.Option("--output", "-o", help="wide|json|yaml|name")
+    ] = None,
+) -> None:
+    """List runtimes (built-in ClusterTrainingRuntimes and applied ones): NAME KIND FRAMEWORK."""
+    rts = [
+        r
+        for r in executor().list_runtimes()
+        if not isinstance(r, TrainingRuntime) or (r.metadata.namespace or "default") == namespace
+    ]
+    if output in (Output.json, Output.yaml):
+        sys.stdout.write(_dump([r.to_dict() for r in rts], output))
+        return
+    if output is Output.name:
+        for r in rts:
+            out.print(f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}")
+        return
+    headers = ["NAME", "KIND", "FRAMEWORK", "NODES"]
+    if output is Output.wide:
+        headers.append("IMAGE")
+    table = _table(*headers)
+    for r in rts:
+        labels = r.metadata.labels or {}
+        policy = r.spec.ml_policy
+        row = [
+            r.metadata.name or "",
+            r.kind,
+            labels.get(c.LABEL_FRAMEWORK, "<none>"),
+            str(policy.num_nodes if policy and policy.num_nodes else 1),
+        ]
+        if output is Output.wide:
+            images = []
+            for rj in r.spec.template.spec.replicated_jobs or ():
+                for ctr in rj.template.spec.template.spec.containers:
+                    if ctr.image and ctr.image not in images:
+                        images.append(ctr.image)
+            row.append(",".join(images) or "<none>")
+        table.add_row(*row)
+    _print(table)
+
+
+for alias in ("runtime", "clustertrainingruntimes", "trainingruntimes"):
+    get_app.command(alias, hidden=True)(get_runtimes)
+
+
+# -- describe -----------------------------------------------------------------------------------
+
+
+def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
+    tj = ex.get(name, namespace)
+    s = ex.state(name, namespace)
+    ref = tj.spec.runtime_ref
+    lines = [
+        ("Name:", name),
+        ("Namespace:", namespace),
+        ("Runtime:", f"{ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND}/{ref.name}"),
+        ("Status:", s.phase + (f" ({s.reason})" if s.reason else "")),
+        ("Created:", s.created),
+        ("Started:", s.started or "<none>"),
+        ("Completed:", s.completed or "<none>"),
+        ("Restarts:", str(s.restarts)),
+    ]
+    for k, v in lines:
+        out.print(f"{k:<12}{v}", markup=False)
+    if s.message:
+        out.print(f"{'Message:':<12}{s.message}", markup=False)
+    out.print("Conditions:")
+    conds = (tj.status.conditions if tj.status else None) or []
+    if conds:
+        t = _table("TYPE", "STATUS", "REASON", "MESSAGE", "LAST TRANSITION", indent="  ")
+        for cond in conds:
+            t.add_row(
+                cond.type,
+                cond.status,
+                cond.reason or "<none>",
+                cond.message or "<none>",
+                cond.last_transition_time or "<none>",
+            )
+        _print(t)
+    else:
+        out.print("  <none>")
+    out.print("Jobs:")
+    js = (tj.status.jobs_status if tj.status else None) or []
+    if js:
+        t = _table("NAME", "READY", "SUCCEEDED", "FAILED", "ACTIVE", "SUSPENDED", indent="  ")
+        for j in js:
+            t.add_row(
+                j.name,
+                *(str(v or 0) for v in (j.ready, j.succeeded, j.failed, j.active, j.suspended)),
+            )
+        _print(t)
+    else:
+        out.print("  <none>")
+    out.print("Steps:")
+    if s.pods:
+        t = _table(
+            "STEP", "POD", "PHASE", "EXIT CODE", "STARTED", "FINISHED", "MESSAGE", indent="  "
+        )
+        for p in s.pods:
+            t.add_row(
+                step_name(p.job, p.index, p.job_index), p.name, p.phase,
+                "<none>" if p.exit_code is None else str(p.exit_code),
+                p.started or "<none>", p.finished or "<none>", p.message or "<none>",
+            )  # fmt: skip
+        _print(t)
+    else:
+        out.print("  <none>")
+    out.print("Logs:", ex.log_path(name, namespace).parent, markup=False)
+    out.print("Events:")
+    events = ex.events(name, namespace)
+    if events:
+        t = _table("TYPE", "REASON", "AGE", "FROM", "MESSAGE", indent="  ")
+        for e in events:
+            t.add_row(
+                e.type,
+                e.reason,
+                age(e.timestamp),
+                f"{e.involved_kind.lower()}/{e.involved_name}",
+                e.message,
+            )
+        _print(t)
+    else:
+        out.print("  <none>")
+
+
+@describe_app.command("job")
+def describe_job(name: str, namespace: Namespace = "default") -> None:
+    """Show a TrainJob: status, conditions, jobs, steps (pods) and events."""
+    describe_text(executor(), name, namespace)
+
+
+for alias in ("jobs", "trainjob", "trainjobs"):
+    describe_app.command(alias, hidden=True)(describe_job)
+
+
+# -- logs and mutations -------------------------------------------------------------------------
+
+
+@app.command("logs")
+def logs_command(
+    name: str,
+    namespace: Namespace = "default",
+    step: Annotated[
+        str | None,
+        typer.Option(
+            "--step", help="The step (pod): node-0, node-1, dataset-initializer, launcher-0."
+        ),
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Stream new lines until the step ends.")
+    ] = False,
+) -> None:
+    """Print the logs of one step of a TrainJob (default: the trainer's first)."""
+    ex = executor()
+    s = ex.state(name, namespace)
+    known = [(p.job, p.index, p.job_index) for p in s.pods]
+    job, index, job_index = parse_step(step, known) if step else default_step(s)
+    for line in ex.logs(name, namespace, job, index, follow=follow, job_index=job_index):
+        out.print(line, markup=False)
+
+
+@app.command("suspend")
+def suspend_command(names: list[str], namespace: Namespace = "default") -> None:
+    """Suspend TrainJobs (their processes stop; resume starts them again)."""
+    ex = executor()
+    for n in names:
+        ex.suspend(n, namespace)
+        out.print(f"{RESOURCE}/{n} suspended")
+
+
+@app.command("resume")
+def resume_command(names: list[str], namespace: Namespace = "default") -> None:
+    """Resume suspended TrainJobs."""
+    ex = executor()
+    for n in names:
+        ex.resume(n, namespace)
+        out.print(f"{RESOURCE}/{n} resumed")
+
+
+@app.command("delete")
+def delete_command(names: list[str], namespace: Namespace = "default") -> None:
+    """Delete TrainJobs: stop their processes, remove their logs and workspace."""
+    ex = executor()
+    for n in names:
+        ex.delete(n, namespace)
+        out.print(f"{RESOURCE}/{n} deleted")
