@@ -1,0 +1,153 @@
+"""Every TrainerClient method against real jobs on the local backend (processes on this host).
+
+A plain-Python runtime keeps most jobs fast; the 2-node CustomTrainer runs real
+torch.distributed (gloo) through torchrun on the built-in ``torch-distributed`` runtime.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.e2e import sdk_funcs as f
+from trainjob import (
+    CustomTrainer,
+    Labels,
+    LocalBackendConfig,
+    Name,
+    TrainerClient,
+)
+from trainjob.api.load import parse
+
+pytestmark = pytest.mark.e2e
+
+PLAIN = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "plain-python", "labels": {"trainer.kubeflow.org/framework": "python"}},
+    "spec": {
+        "mlPolicy": {"numNodes": 1},
+        "template": {"spec": {"replicatedJobs": [{
+            "name": "node",
+            "template": {
+                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "python:3.11"}]}}},
+            },
+        }]}},
+    },
+}
+
+
+@pytest.fixture
+def client(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    c = TrainerClient(LocalBackendConfig(home=tmp_path / "home", cwd=str(work), env={"B": "from-config"}))
+    c.backend.executor.apply_runtime(parse(PLAIN))  # type: ignore[attr-defined]
+    yield c
+    for job in c.list_jobs():
+        c.delete_job(job.name)
+
+
+def test_runtimes_are_listed_and_read(client):
+    names = [r.name for r in client.list_runtimes()]
+    assert "torch-distributed" in names and "plain-python" in names
+    rt = client.get_runtime("torch-distributed")
+    assert (rt.trainer.framework, rt.trainer.trainer_type.value) == ("torch", "CustomTrainer")
+    with pytest.raises(RuntimeError, match="not found"):
+        client.get_runtime("no-such-runtime")
+
+
+def test_two_node_custom_trainer_runs_torch_distributed(client):
+    name = client.train(
+        runtime="torch-distributed",
+        trainer=CustomTrainer(func=f.ddp_all_reduce, func_args={"epochs": 2}, num_nodes=2,
+                              resources_per_node={"cpu": 1}, env={"MYENV": "a b"}),
+    )
+    assert len(name) == 12
+    job = client.wait_for_job_status(name, timeout=300, polling_interval=1)
+    assert job.status == "Complete"
+    assert job.num_nodes == 2
+    assert [(s.name, s.status, s.device) for s in job.steps] == [
+        ("node-0", "Succeeded", "cpu"), ("node-1", "Succeeded", "cpu"),
+    ]
+    assert "rank 0/2 sum=3.0 epochs=2" in list(client.get_job_logs(name))
+    node1 = list(client.get_job_logs(name, step="node-1"))
+    assert "rank 1/2 sum=3.0 epochs=2" in node1
+    assert "PATH set=True MYENV=a b" in node1
+    assert [(j.name, j.status) for j in client.list_jobs()] == [(name, "Complete")]
+    reasons = [e.reason for e in client.get_job_events(name)]
+    assert "AllJobsCompleted" in reasons
+
+
+def test_follow_yields_lines_as_they_are_written(client):
+    name = client.train(runtime="plain-python",
+                        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 3, "pause": 1.5}))
+    arrivals = []
+    for line in client.get_job_logs(name, follow=True):
+        arrivals.append((time.time(), line))
+    assert [ln for _, ln in arrivals] == [ln for _, ln in arrivals if ln.startswith("line ")]
+    assert len(arrivals) == 3
+    # each line arrives when printed, not all at the end
+    assert arrivals[2][0] - arrivals[0][0] > 2.0
+    written = [float(ln.split(" at ")[1]) for _, ln in arrivals]
+    assert all(got - w < 1.0 for (got, _), w in zip(arrivals, written, strict=True))
+    assert client.get_job(name).status == "Complete"
+
+
+def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client):
+    name = client.train(runtime="plain-python", trainer=CustomTrainer(func=f.fail))
+    start = time.time()
+    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
+        client.wait_for_job_status(name, timeout=300, polling_interval=1)
+    assert time.time() - start < 60
+    assert client.wait_for_job_status(name, {"Failed"}, timeout=10, polling_interval=1).status == "Failed"
+    assert [(j.name, j.status) for j in client.list_jobs()] == [(name, "Failed")]
+    assert any("boom: training failed on purpose" in ln for ln in client.get_job_logs(name))
+
+
+def test_env_is_merged_into_the_environment_and_config_env_is_overridden(client):
+    name = client.train(runtime="plain-python",
+                        trainer=CustomTrainer(func=f.env_dump, env={"A": "from-trainer"}))
+    client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert list(client.get_job_logs(name)) == ["PATH set=True", "A=from-trainer B=from-config"]
+
+
+def test_hostile_arguments_reach_the_function_unchanged_and_touch_nothing(client, tmp_path):
+    hostile = "\"; touch pwned; echo '$(touch pwned2)' `touch pwned3` #"
+    name = client.train(runtime="plain-python",
+                        trainer=CustomTrainer(func=f.hello, func_args={"message": hostile}))
+    client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert list(client.get_job_logs(name)) == [f"message={hostile}", "cwd_files=[]"]
+    assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_options_name_and_labels_and_waiting_for_running(client):
+    name = client.train(runtime="plain-python", options=[Name("my-named-job"), Labels({"team": "ml"})],
+                        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 4, "pause": 1.0}))
+    assert name == "my-named-job"
+    assert client.backend.executor.get(name).metadata.labels == {"team": "ml"}  # type: ignore[attr-defined]
+    running = client.wait_for_job_status(name, {"Running"}, timeout=60, polling_interval=1)
+    assert running.status == "Running"
+    assert running.steps[0].status == "Running"
+    client.delete_job(name)
+    assert client.list_jobs() == []
+    with pytest.raises(RuntimeError, match="not found"):
+        client.get_job(name)
+
+
+def test_unshippable_function_is_refused_before_anything_is_stored(client):
+    def local_fn():
+        return 1
+
+    with pytest.raises(ValueError, match="Cannot ship"):
+        client.train(runtime="plain-python", trainer=CustomTrainer(func=lambda: local_fn()))
+    assert client.list_jobs() == []
+
+
+def test_get_runtime_packages_prints_python_and_packages(client, capsys):
+    client.get_runtime_packages(client.get_runtime("plain-python"))
+    out = capsys.readouterr().out
+    assert "Python: 3." in out
+    assert client.list_jobs() == []
