@@ -29,7 +29,7 @@ Obj = dict[str, Any]
 
 RUNTIMES = sorted(catalog.builtin_runtimes().items())
 SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
 
 JOBS = ["node", "launcher", "dataset-initializer", "model-initializer", "worker"]
@@ -265,7 +265,7 @@ documents = st.one_of(
 )
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=300)
 @given(doc=documents)
 def test_parse_raises_only_field_errors(doc: Any) -> None:
     try:
