@@ -1,0 +1,352 @@
+"""The controller process: informers, work queue, workers, leader election, probes, metrics, webhooks.
+
+:class:`Manager` wires the pieces the way controller-runtime's manager does:
+
+* always: ``/healthz`` and ``/readyz`` (health port), ``/metrics`` (metrics port) and the admission
+  webhooks (when configured), so a standby replica still answers admission requests;
+* once leading (or at once with ``leader_elect=False``): informers for TrainJobs (full objects),
+  JobSets (full), and, metadata only, the ConfigMaps, Secrets and PodGroups TrainJobs own and the
+  runtimes they name; then ``workers`` threads that take keys from the queue and reconcile them.
+
+Events map to keys: a TrainJob to itself; an owned object to the TrainJob of its controller
+ownerReference; a runtime that appears to the TrainJobs still waiting for it (``RuntimeNotFound``).
+Losing the lease stops the process with exit code 1, as client-go does, so a fresh replica starts
+clean. Started by ``trainjob controller`` (``trainjob.cli.controller``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainjob.api import constants as c
+from trainjob.controller import conditions as cond
+from trainjob.controller import http
+from trainjob.controller import status as st
+from trainjob.controller.informer import Informer
+from trainjob.controller.leader import LeaderElector
+from trainjob.controller.metrics import CONTROLLER, Metrics
+from trainjob.controller.queue import RateLimiter, WorkQueue
+from trainjob.controller.reconcile import Caches, Reconciler
+from trainjob.controller.webhooks import serving
+from trainjob.kube import resources as r
+from trainjob.kube.client import Client
+from trainjob.kube.errors import ApiError
+from trainjob.kube.events import EventRecorder
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+SYNC_TIMEOUT_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of one controller process (the ``trainjob controller`` flags)."""
+
+    namespace: str | None = None
+    workers: int = 5
+    bind_host: str = "0.0.0.0"
+    metrics_port: int | None = 8080
+    health_port: int | None = 8081
+    leader_elect: bool = True
+    leader_election_namespace: str = "default"
+    leader_election_id: str = "trainjob-controller.trainer.kubeflow.org"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    webhooks: serving.Options | None = None
+    backoff_base: float = 0.05
+    backoff_cap: float = 300.0
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
+
+
+class Manager:
+    def __init__(self, client: Client, options: Options) -> None:
+        self.client = client
+        self.options = options
+        self.metrics = Metrics()
+        self.queue = WorkQueue(RateLimiter(options.backoff_base, options.backoff_cap))
+        ns = options.namespace
+        self.trainjobs = Informer(client, r.TRAINJOBS, namespace=ns)
+        self.jobsets = Informer(client, r.JOBSETS, namespace=ns)
+        owned_meta = [
+            Informer(client, res, namespace=ns, metadata_only=True)
+            for res in (r.CONFIGMAPS, r.SECRETS, r.COSCHEDULING_PODGROUPS, r.VOLCANO_PODGROUPS)
+        ]
+        self.configmaps, self.secrets, cosched, volcano = owned_meta
+        self.runtime_informers = [
+            Informer(client, r.TRAINING_RUNTIMES, namespace=ns, metadata_only=True),
+            Informer(client, r.CLUSTER_TRAINING_RUNTIMES, metadata_only=True),
+        ]
+        self.informers = [self.trainjobs, self.jobsets, *owned_meta, *self.runtime_informers]
+        self.caches = Caches(
+            trainjobs=self.trainjobs,
+            jobsets=self.jobsets,
+            configmaps=self.configmaps,
+            secrets=self.secrets,
+            podgroups={
+                r.COSCHEDULING_PODGROUPS.api_version: cosched,
+                r.VOLCANO_PODGROUPS.api_version: volcano,
+            },
+        )
+        self.recorder = EventRecorder(client, c.CONTROLLER_NAME, options.identity)
+        self.reconciler = Reconciler(client, self.caches, self.recorder)
+        self.webhooks = (
+            serving.WebhookServer(client, options.webhooks) if options.webhooks else None
+        )
+        self.elector = (
+            LeaderElector(
+                client,
+                options.leader_election_namespace,
+                options.leader_election_id,
+                options.identity,
+                lease_duration=options.lease_duration,
+                renew_deadline=options.renew_deadline,
+                retry_period=options.retry_period,
+            )
+            if options.leader_elect
+            else None
+        )
+        self.stop_event = threading.Event()
+        self.exit_code = 0
+        self.controllers_started = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self._servers: list[http.Server] = []
+        self._elector_thread: threading.Thread | None = None
+        self._wire()
+
+    # -- event handlers ----------------------------------------------------------------------------
+    def _wire(self) -> None:
+        self.trainjobs.add_handler(lambda _t, obj, _old: self.queue.add(r.TRAINJOBS.key(obj)))
+        for informer in (
+            self.jobsets,
+            self.configmaps,
+            self.secrets,
+            *self.caches.podgroups.values(),
+        ):
+            informer.add_handler(self._enqueue_owner)
+        for informer in self.runtime_informers:
+            informer.add_handler(self._enqueue_waiting)
+        self.metrics.queue_depth.labels(CONTROLLER).set_function(lambda: len(self.queue))
+        self.metrics.queue_adds.labels(CONTROLLER).set_function(lambda: self.queue.adds)
+        self.metrics.track_states(self._states)
+
+    def _enqueue_owner(self, _etype: str, obj: Obj, _old: Obj | None) -> None:
+        meta = obj.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or ():
+            if (
+                ref.get("controller")
+                and ref.get("kind") == c.TRAINJOB_KIND
+                and str(ref.get("apiVersion", "")).startswith(c.GROUP + "/")
+            ):
+                self.queue.add(f"{meta.get('namespace', '')}/{ref.get('name', '')}")
+
+    def _enqueue_waiting(self, etype: str, obj: Obj, _old: Obj | None) -> None:
+        if etype == "DELETED":
+            return
+        meta = obj.get("metadata") or {}
+        kind = c.TRAINING_RUNTIME_KIND if meta.get("namespace") else c.CLUSTER_TRAINING_RUNTIME_KIND
+        for tj in self.trainjobs.list():
+            conditions = (tj.get("status") or {}).get("conditions") or []
+            if not cond.is_true(conditions, cond.CONDITION_RUNTIME_NOT_FOUND):
+                continue
+            ref = (tj.get("spec") or {}).get("runtimeRef") or {}
+            tj_meta = tj.get("metadata") or {}
+            if (
+                ref.get("name") != meta.get("name")
+                or (ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME_KIND) != kind
+            ):
+                continue
+            if kind == c.TRAINING_RUNTIME_KIND and tj_meta.get("namespace") != meta.get(
+                "namespace"
+            ):
+                continue
+            self.queue.add(r.TRAINJOBS.key(tj))
+
+    def _states(self) -> list[str]:
+        return [
+            st.state(tj, self.jobsets.get(r.TRAINJOBS.key(tj)) is not None)
+            for tj in self.trainjobs.list()
+        ]
+
+    # -- probes ------------------------------------------------------------------------------------
+    def healthy(self) -> bool:
+        return not self.stop_event.is_set()
+
+    def ready(self) -> bool:
+        if self.stop_event.is_set():
+            return False
+        if self.webhooks is not None and self.webhooks.server is None:
+            return False
+        if self.elector is not None and not self.elector.leading.is_set():
+            return True  # a standby replica is ready: it serves webhooks
+        return self.controllers_started.is_set()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start servers and (through leader election) the controllers; returns at once."""
+        o = self.options
+        if o.health_port is not None:
+            self._servers.append(
+                http.serve(
+                    o.bind_host,
+                    o.health_port,
+                    {
+                        ("GET", "/healthz"): _probe(self.healthy),
+                        ("GET", "/readyz"): _probe(self.ready),
+                    },
+                    "health",
+                )
+            )
+        if o.metrics_port is not None:
+            self._servers.append(
+                http.serve(
+                    o.bind_host,
+                    o.metrics_port,
+                    {
+                        ("GET", "/metrics"): lambda _b: (
+                            200,
+                            "text/plain; version=0.0.4",
+                            self.metrics.render(),
+                        )
+                    },
+                    "metrics",
+                )
+            )
+        if self.webhooks is not None:
+            self.webhooks.start()
+        if self.elector is None:
+            self._start_controllers()
+        else:
+            self._elector_thread = threading.Thread(
+                target=self._lead, name="leader-election", daemon=True
+            )
+            self._elector_thread.start()
+
+    def _lead(self) -> None:
+        assert self.elector is not None
+        leader_gauge = self.metrics.leader.labels(self.options.leader_election_id)
+
+        def started() -> None:
+            leader_gauge.set(1)
+            self._start_controllers()
+
+        def stopped() -> None:
+            leader_gauge.set(0)
+            if not self.stop_event.is_set():
+                log.error("leader election lost; exiting")
+                self.exit_code = 1
+                self.stop_event.set()
+
+        self.elector.run(self.stop_event, started, stopped)
+
+    def _start_controllers(self) -> None:
+        for informer in self.informers:
+            informer.start()
+        deadline = time.monotonic() + SYNC_TIMEOUT_SECONDS
+        for informer in self.informers:
+            if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
+                log.warning(
+                    "cache of %s not synced after %.0fs", informer.name, SYNC_TIMEOUT_SECONDS
+                )
+        if self.stop_event.is_set():
+            return
+        if self.jobsets.missing:
+            log.error("JobSet CRDs must be installed in advance")
+        for i in range(max(1, self.options.workers)):
+            t = threading.Thread(target=self._worker, name=f"worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        self.controllers_started.set()
+        log.info(
+            "controller started: %d workers, %d TrainJobs cached",
+            len(self._workers),
+            len(self.trainjobs),
+        )
+
+    def _worker(self) -> None:
+        active = self.metrics.active_workers.labels(CONTROLLER)
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return
+            started = time.perf_counter()
+            active.inc()
+            outcome = "success"
+            try:
+                result = self.reconciler.reconcile(key)
+            except ApiError as e:
+                outcome = "error"
+                log.warning("reconciling TrainJob %s: %s", key, e)
+                self.queue.add_rate_limited(key)
+            except Exception:
+                outcome = "error"
+                log.exception("reconciling TrainJob %s", key)
+                self.queue.add_rate_limited(key)
+            else:
+                if result.retry:
+                    outcome = "error"
+                    self.queue.add_rate_limited(key)
+                elif result.requeue_after is not None:
+                    outcome = "requeue_after"
+                    self.queue.forget(key)
+                    self.queue.add_after(key, result.requeue_after)
+                else:
+                    self.queue.forget(key)
+            finally:
+                active.dec()
+                self.queue.done(key)
+                self.metrics.observe(outcome, time.perf_counter() - started)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        for informer in self.informers:
+            informer.stop()
+        self.queue.shut_down()
+        for t in self._workers:
+            t.join(timeout=10)
+        if self._elector_thread is not None:
+            self._elector_thread.join(timeout=5)  # releases the lease
+        if self.webhooks is not None:
+            self.webhooks.stop()
+        for server in self._servers:
+            server.stop()
+
+    def run(self) -> int:
+        """Start, block until :attr:`stop_event` is set (a signal, a lost lease), stop; exit code."""
+        self.start()
+        try:
+            while not self.stop_event.wait(1.0):
+                pass
+        finally:
+            self.stop()
+        return self.exit_code
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Bound ports by server name (useful with port 0)."""
+        out = {s.name: s.port for s in self._servers}
+        if self.webhooks is not None and self.webhooks.server is not None:
+            out["webhooks"] = self.webhooks.port
+        return out
+
+
+def _probe(check: Any) -> http.Route:
+    def route(_body: bytes) -> http.Response:
+        if check():
+            return 200, "text/plain", b"ok\n"
+        return 503, "text/plain", b"not ready\n"
+
+    return route
+
+
+def default_leader_election_namespace(client: Client) -> str:
+    """The controller's own namespace in a cluster (POD_NAMESPACE or the service account's)."""
+    return os.environ.get("POD_NAMESPACE") or client.namespace or "default"

@@ -1,0 +1,309 @@
+"""Reconcile one TrainJob: named, idempotent steps, then one status write, then events.
+
+``Reconciler.reconcile(key)`` is level-triggered: it reads the TrainJob and what it owns from the
+informer caches, decides, writes, and can run again at any time with the same outcome. Steps, in
+upstream's order (``pkg/controller/trainjob_controller.go``):
+
+1. skip a deleted TrainJob, or one ``spec.managedBy`` another controller (``kueue.x-k8s.io/multikueue``);
+2. an unsupported ``runtimeRef`` kind/group -> ``Failed=True/TrainingRuntimeNotSupported``;
+3. unless finished (Complete/Failed): resolve the runtime through its snapshot, compile the Plan
+   (``trainjob.runtime.compile``) and server-side apply it (field manager ``trainjob``). A running,
+   unsuspended JobSet is left alone; the MPI Secret is only created when absent; a PodGroup is not
+   re-applied once it exists unless the TrainJob is suspended. A missing runtime sets
+   ``RuntimeNotFound=True`` and is retried with backoff; any failure becomes the Warning event
+   ``TrainJobResourcesCreationFailed`` (upstream's message) and a retry with backoff;
+4. ``Suspended`` condition from ``spec.suspend``;
+5. ``Complete``/``Failed`` and ``jobsStatus`` from the JobSet;
+6. ``activeDeadlineSeconds``: past it -> ``Failed=True/DeadlineExceeded`` and the JobSet deleted;
+   otherwise a requeue when it runs out;
+7. one merge patch of ``status`` when it changed; then the events.
+
+A finished TrainJob never applies anything again, so a JobSet deleted after it finished (JobSet
+TTL, a user) is not recreated (fixing upstream issues #3737/#3779).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainjob import keys
+from trainjob.api import constants as c
+from trainjob.api.load import parse
+from trainjob.api.trainer import Runtime, TrainJob
+from trainjob.controller import conditions as cond
+from trainjob.controller import runtimes
+from trainjob.controller import status as st
+from trainjob.controller.informer import Informer
+from trainjob.errors import TrainJobError
+from trainjob.kube import events as kevents
+from trainjob.kube import resources as r
+from trainjob.kube.client import Client
+from trainjob.kube.errors import AlreadyExists, ApiError, NotFound
+from trainjob.runtime.compiler import CompileOptions, compile
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+MAX_EVENT_ERROR = 950
+
+
+@dataclass(frozen=True)
+class Result:
+    """What the worker does next with the key: nothing, retry with backoff, or look again later."""
+
+    retry: bool = False
+    requeue_after: float | None = None
+    error: str = ""
+
+
+@dataclass
+class Caches:
+    """The informers reconcile reads from (PodGroup informers keyed by apiVersion)."""
+
+    trainjobs: Informer
+    jobsets: Informer
+    configmaps: Informer
+    secrets: Informer
+    podgroups: dict[str, Informer] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PendingEvent:
+    type: str
+    reason: str
+    action: str
+    note: str
+
+
+def failure_message(err: BaseException) -> str:
+    """Upstream's event text: ``TrainJob resources reconciliation failed: %.950v`` (+ `` ...``)."""
+    text = str(err)
+    msg = c.RESOURCES_RECONCILIATION_FAILED + text[:MAX_EVENT_ERROR]
+    return msg + " ..." if len(text) > MAX_EVENT_ERROR else msg
+
+
+class Reconciler:
+    def __init__(
+        self,
+        client: Client,
+        caches: Caches,
+        recorder: kevents.EventRecorder,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.caches = caches
+        self.recorder = recorder
+        self.clock = clock
+
+    def reconcile(self, key: str) -> Result:
+        cached = self.caches.trainjobs.get(key)
+        if cached is None:
+            return Result()
+        meta = cached.get("metadata") or {}
+        spec = cached.get("spec") or {}
+        if meta.get("deletionTimestamp"):
+            return Result()
+        managed_by = spec.get("managedBy")
+        if managed_by and managed_by != c.MANAGED_BY_TRAINER:
+            log.debug("%s: managed by %s, skipping", key, managed_by)
+            return Result()
+
+        tj = copy.deepcopy(cached)
+        old_status = tj.get("status") or {}
+        conditions: list[Obj] = copy.deepcopy(old_status.get("conditions") or [])
+        before = copy.deepcopy(conditions)
+        pending: list[PendingEvent] = []
+        failure = ""
+
+        gk = runtimes.group_kind(tj)
+        if gk not in runtimes.SUPPORTED:
+            cond.set_condition(
+                conditions,
+                c.CONDITION_FAILED,
+                cond.TRUE,
+                c.REASON_RUNTIME_NOT_SUPPORTED,
+                f"unsupported runtime: {gk}",
+            )
+        elif not cond.is_finished(conditions):
+            failure = self.reconcile_objects(key, tj, conditions, pending)
+
+        st.set_suspended(conditions, bool(spec.get("suspend")))
+        jobs = self.jobs_status(key, tj, conditions)
+        requeue_after = self.check_deadline(key, tj, conditions)
+        self.write_status(key, tj, before, conditions, old_status.get("jobsStatus"), jobs)
+        for ev in pending:
+            self.recorder.event(tj, ev.type, ev.reason, ev.action, ev.note)
+        if failure:
+            return Result(retry=True, error=failure)
+        return Result(requeue_after=requeue_after)
+
+    # -- step 3: the Plan's objects --------------------------------------------------------------
+    def reconcile_objects(
+        self, key: str, tj: Obj, conditions: list[Obj], pending: list[PendingEvent]
+    ) -> str:
+        """Build and apply the Plan; '' on success, else the failure message (already evented)."""
+        suspend = bool((tj.get("spec") or {}).get("suspend"))
+        jobset = self.caches.jobsets.get(key)
+        if jobset is not None and not suspend and not _suspended(jobset):
+            # Upstream JobSet plugin: a running JobSet gets no updates (nor do its siblings,
+            # whose inputs are immutable while the TrainJob runs).
+            cond.remove(conditions, cond.CONDITION_RUNTIME_NOT_FOUND)
+            return ""
+        try:
+            runtime = self.resolve_runtime(tj)
+            model = parse({k: tj[k] for k in ("apiVersion", "kind", "metadata", "spec")})
+            assert isinstance(model, TrainJob)
+            plan = compile(model, runtime, self.compile_options(tj, runtime))
+            self.apply_plan(key, plan.objects, suspend, jobset)
+        except runtimes.RuntimeNotFoundError as e:
+            cond.set_condition(
+                conditions,
+                cond.CONDITION_RUNTIME_NOT_FOUND,
+                cond.TRUE,
+                cond.REASON_RUNTIME_NOT_FOUND,
+                str(e),
+            )
+            return self._failed(key, e, pending)
+        except TrainJobError as e:
+            return self._failed(key, e, pending)
+        cond.remove(conditions, cond.CONDITION_RUNTIME_NOT_FOUND)
+        return ""
+
+    def _failed(self, key: str, err: BaseException, pending: list[PendingEvent]) -> str:
+        msg = failure_message(err)
+        log.warning("reconciling TrainJob %s: %s", key, err)
+        pending.append(
+            PendingEvent(
+                kevents.WARNING,
+                c.EVENT_RESOURCES_CREATION_FAILED,
+                c.EVENT_ACTION_RECONCILING,
+                msg,
+            )
+        )
+        return msg
+
+    def resolve_runtime(self, tj: Obj) -> Runtime:
+        """The runtime from the snapshot; on first use, from the cluster (then snapshotted)."""
+        ns = tj["metadata"]["namespace"]
+        name = runtimes.snapshot_name(tj)
+        if self.caches.configmaps.get(f"{ns}/{name}") is not None:
+            cm = self.client.get_or_none(r.CONFIGMAPS, name, ns)
+            if cm is not None:
+                return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm))
+        runtime = runtimes.fetch_runtime(self.client, tj)
+        try:
+            self.client.create(r.CONFIGMAPS, runtimes.snapshot_configmap(tj, runtime), ns)
+        except AlreadyExists:
+            # Another reconcile (or a cache lagging behind) made it first: that one is the truth.
+            cm = self.client.get(r.CONFIGMAPS, name, ns)
+            return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm))
+        return runtimes.to_model(runtime)
+
+    def compile_options(self, tj: Obj, runtime: Runtime) -> CompileOptions:
+        """A fresh SSH key pair for MPI runtimes whose Secret does not exist yet."""
+        policy = runtime.spec.ml_policy
+        if policy is None or policy.mpi is None:
+            return CompileOptions()
+        meta = tj["metadata"]
+        secret = f"{meta['namespace']}/{meta['name']}{c.MPI_SSH_AUTH_SECRET_SUFFIX}"
+        if self.caches.secrets.get(secret) is not None:
+            return CompileOptions()
+        private, public = keys.generate_ssh_key_pair()
+        return CompileOptions(ssh_private_key=private, ssh_public_key=public)
+
+    def apply_plan(
+        self, key: str, objects: tuple[Obj, ...], suspend: bool, jobset: Obj | None
+    ) -> None:
+        for obj in objects:
+            kind = obj.get("kind")
+            okey = r.CONFIGMAPS.key(obj)
+            if kind == "JobSet":
+                if jobset is not None and not suspend and not _suspended(jobset):
+                    continue
+                self.caches.jobsets.update_if_newer(self.client.apply(obj))
+            elif kind == c.POD_GROUP_KIND:
+                informer = self.caches.podgroups.get(str(obj.get("apiVersion")))
+                if informer is not None and informer.get(okey) is not None and not suspend:
+                    continue
+                self.client.apply(obj)
+            elif kind == "Secret":
+                if self.caches.secrets.get(okey) is not None:
+                    continue
+                with contextlib.suppress(AlreadyExists):
+                    self.client.create(r.SECRETS, obj)
+            else:
+                self.client.apply(obj)
+        log.debug("%s: applied %d objects", key, len(objects))
+
+    # -- step 5: status from the JobSet -----------------------------------------------------------
+    def jobs_status(self, key: str, tj: Obj, conditions: list[Obj]) -> list[Obj] | None:
+        """The new ``jobsStatus`` (None: leave as is) after copying terminal JobSet conditions."""
+        jobset = self.caches.jobsets.get(key)
+        if jobset is None or not _owned_by(jobset, tj):
+            return None
+        return st.apply_jobset_status(conditions, jobset)
+
+    # -- step 6: active deadline ------------------------------------------------------------------
+    def check_deadline(self, key: str, tj: Obj, conditions: list[Obj]) -> float | None:
+        remaining = st.deadline(tj, conditions, self.clock())
+        if remaining is None:
+            return None
+        if remaining > 0:
+            return remaining
+        log.info("TrainJob %s exceeded its active deadline, failing it", key)
+        cond.set_condition(
+            conditions,
+            c.CONDITION_FAILED,
+            cond.TRUE,
+            c.REASON_DEADLINE_EXCEEDED,
+            c.MESSAGE_DEADLINE_EXCEEDED,
+        )
+        meta = tj["metadata"]
+        try:
+            self.client.delete(r.JOBSETS, meta["name"], meta["namespace"], ignore_not_found=True)
+        except ApiError as e:
+            log.warning("deleting the JobSet of %s after its deadline: %s", key, e)
+        return None
+
+    # -- step 7: one status write -----------------------------------------------------------------
+    def write_status(
+        self,
+        key: str,
+        tj: Obj,
+        before: list[Obj],
+        conditions: list[Obj],
+        jobs_before: list[Obj] | None,
+        jobs: list[Obj] | None,
+    ) -> None:
+        patch: Obj = {}
+        if conditions != before:
+            patch["conditions"] = conditions
+        if jobs is not None and (jobs or None) != (jobs_before or None):
+            patch["jobsStatus"] = jobs or None
+        if not patch:
+            return
+        meta = tj["metadata"]
+        try:
+            updated = self.client.patch_status(r.TRAINJOBS, meta["name"], meta["namespace"], patch)
+        except NotFound:
+            return
+        self.caches.trainjobs.update_if_newer(updated)
+        log.debug("%s: status written (%s)", key, ", ".join(sorted(patch)))
+
+
+def _suspended(jobset: Obj) -> bool:
+    return bool((jobset.get("spec") or {}).get("suspend"))
+
+
+def _owned_by(obj: Obj, owner: Obj) -> bool:
+    uid = (owner.get("metadata") or {}).get("uid")
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("uid") == uid:
+            return True
+    return False
