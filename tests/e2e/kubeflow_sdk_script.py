@@ -1,0 +1,57 @@
+# A script written against the Kubeflow SDK's documented API (kubeflow.trainer, SDK v0.4).
+# tests/e2e/test_porting.py runs it on trainjob after changing only the import line below.
+from kubeflow.trainer import CustomTrainer, TrainerClient
+
+
+def train_pytorch(epochs: int = 2, lr: float = 0.05):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group(backend="gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    x = torch.randn(64, 4)
+    y = x.sum(dim=1, keepdim=True)
+    shard = slice(rank * 32, (rank + 1) * 32)
+    for epoch in range(epochs):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x[shard]), y[shard])
+        loss.backward()
+        opt.step()
+        print(f"epoch {epoch} rank {rank}/{world} loss {loss.item():.4f}", flush=True)
+    dist.destroy_process_group()
+
+
+client = TrainerClient()
+
+for runtime in client.list_runtimes():
+    print(f"Runtime: {runtime.name}, framework: {runtime.trainer.framework}")
+
+torch_runtime = client.get_runtime("torch-distributed")
+
+job_name = client.train(
+    runtime=torch_runtime,
+    trainer=CustomTrainer(
+        func=train_pytorch,
+        func_args={"epochs": 3, "lr": 0.1},
+        num_nodes=2,
+        resources_per_node={"cpu": 1},
+    ),
+)
+print(f"TrainJob: {job_name}")
+
+job = client.wait_for_job_status(name=job_name, status={"Complete"}, timeout=600)
+for step in job.steps:
+    print(f"Step: {step.name}, Status: {step.status}, Devices: {step.device} x {step.device_count}")
+
+for line in client.get_job_logs(name=job_name, step="node-0", follow=True):
+    print(line)
+
+for j in client.list_jobs():
+    print(f"Job: {j.name}, status: {j.status}, nodes: {j.num_nodes}")
+
+client.delete_job(job_name)
+print("done")
