@@ -35,7 +35,7 @@ from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, status
 from trainjob.local import state as st
 from trainjob.local.state import Event, JobFailedError, JobState, PodState
-from trainjob.local.store import EventRow, JobRow, Store, now
+from trainjob.local.store import EventRow, JobRow, PodRow, Store, now
 from trainjob.runtime import CompileOptions, compile
 from trainjob.runtime.plan import Plan
 
@@ -88,10 +88,10 @@ class LocalExecutor:
         plan = compile(tj, runtime, options)
         run_dir = os.path.abspath(cwd or os.getcwd())
         runtime_dict = to_dict(runtime)
-        self._preflight(plan, runtime_dict, ns, run_dir)
+        meta.uid = _uid()
+        first_pods = self._preflight(plan, runtime_dict, ns, name, meta.uid, run_dir)
 
         created = now()
-        meta.uid = _uid()
         meta.creation_timestamp = created
         meta.generation = meta.generation or 1
         tj.status = None
@@ -114,6 +114,7 @@ class LocalExecutor:
             suspend=int(suspend),
         )
         self.store.insert_job(row)
+        self.store.put_pods(first_pods)
         try:
             self._start_supervisor(row)
         except OSError as e:
@@ -121,24 +122,42 @@ class LocalExecutor:
             raise ConfigError(f"cannot start the local supervisor: {e}") from e
         return self.get(name, ns)
 
-    def _preflight(self, plan: Plan, runtime: dict[str, object], ns: str, cwd: str) -> None:
-        """Every pod that will run must have a command that exists here."""
-        plan = Plan(tuple(copy.deepcopy(list(plan.objects))))
+    def _preflight(
+        self, plan: Plan, runtime: dict[str, object], ns: str, name: str, uid: str, cwd: str
+    ) -> builtins.list[PodRow]:
+        """Check that every pod that will run has a command that exists here; its Pending rows."""
+        plan = Plan(tuple(copy.deepcopy(builtins.list(plan.objects))))
         local_mpi = mpi.adapt(plan, runtime)
-        templates = pods.pod_templates(plan, "preflight")
+        templates = pods.pod_templates(plan, uid)
         network = pods.network_for(plan, templates)
-        problems: list[str] = []
-        seen: set[tuple[str, str]] = set()
+        problems: builtins.list[str] = []
+        checked: set[str] = set()
+        rows: builtins.list[PodRow] = []
         for t in templates:
-            if (local_mpi and local_mpi.skips(t)) or (t.job, "") in seen:
+            skipped = bool(local_mpi and local_mpi.skips(t))
+            rows.append(
+                PodRow(
+                    ns,
+                    name,
+                    uid,
+                    t.job,
+                    t.job_index,
+                    t.index,
+                    t.name,
+                    st.POD_PENDING,
+                    message=mpi.SKIPPED_MESSAGE if skipped else "",
+                )
+            )
+            if skipped or t.job in checked:
                 continue
-            seen.add((t.job, ""))
+            checked.add(t.job)
             try:
                 pods.build_pod(t, network, plan, self.home / "preflight", cwd, ns, dict(os.environ))
             except pods.PodConfigError as e:
                 problems.append(str(e))
         if problems:
             raise ConfigError("; ".join(problems))
+        return rows
 
     def _start_supervisor(self, row: JobRow) -> None:
         jdir = homes.job_dir(self.home, row.namespace, row.name)

@@ -1,0 +1,313 @@
+"""The local backend end to end: real jobs, real processes, one fresh TRAINJOB_HOME per test.
+
+Most jobs run small ``python -c`` programs on a plain runtime (tests/e2e/local_jobs.py) so they
+take seconds; the torch and MPI examples are in test_local_examples.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from tests.e2e import local_jobs as L
+
+from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
+from trainjob.local import JobFailedError, LocalExecutor, procs
+
+pytestmark = pytest.mark.e2e
+TIMEOUT = 90.0
+
+
+@pytest.fixture
+def ex(tmp_path: Path):
+    executor = LocalExecutor(tmp_path / "home")
+    executor.apply_runtime(L.runtime())
+    yield executor
+    for tj in executor.list(None):
+        executor.delete(tj.metadata.name or "", tj.metadata.namespace or "default")
+
+
+def _wait_for(pred, timeout: float = TIMEOUT, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _pid_alive(pid: int) -> bool:
+    return procs.start_time(pid) is not None
+
+
+def _conditions(ex: LocalExecutor, name: str) -> dict[str, tuple[str, str, str]]:
+    st = ex.get(name).status
+    assert st is not None
+    return {c.type: (c.status, c.reason, c.message) for c in st.conditions or ()}
+
+
+def test_a_two_node_job_runs_each_pod_with_its_index_and_completes(ex: LocalExecutor, tmp_path):
+    code = "import os; print('index', os.environ['INDEX'], 'pod', os.environ['POD_NAME'])"
+    stored = ex.submit(L.trainjob("two", code, nodes=2), cwd=str(tmp_path))
+    assert stored.metadata.uid and stored.metadata.creation_timestamp
+    s = ex.wait("two", timeout=TIMEOUT)
+    assert s.phase == "Complete" and s.reason == "AllJobsCompleted"
+    for i in (0, 1):
+        (line,) = list(ex.logs("two", index=i))
+        assert line.startswith(f"index {i} pod two-node-0-{i}-")
+    assert _conditions(ex, "two")["Complete"] == (
+        "True",
+        "AllJobsCompleted",
+        "jobset completed successfully",
+    )
+    job_status = ex.get("two").status.jobs_status  # type: ignore[union-attr]
+    assert [(j.name, j.succeeded, j.failed) for j in job_status or ()] == [("node", 1, 0)]
+
+
+def test_initializer_runs_before_the_trainer_and_shares_the_workspace(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    init = "open('/workspace/data.txt', 'w').write('made by the initializer')"
+    ex.apply_runtime(L.runtime("with-init", initializer=init))
+    code = "print(open('/workspace/data.txt').read())"
+    ex.submit(L.trainjob("init", code, runtime="with-init"), cwd=str(tmp_path))
+    s = ex.wait("init", timeout=TIMEOUT)
+    assert list(ex.logs("init")) == ["made by the initializer"]
+    init_pod, node_pod = s.pod("dataset-initializer"), s.pod("node")
+    assert init_pod and node_pod and init_pod.finished and node_pod.started
+    assert init_pod.finished <= node_pod.started
+
+
+def test_a_failing_pod_restarts_the_jobset_under_max_restarts(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    ex.apply_runtime(L.runtime("retry", failure_policy={"maxRestarts": 2}))
+    code = "import os, sys; print('attempt', os.environ['ATTEMPT']); sys.exit(0 if os.environ['ATTEMPT'] == '1' else 3)"
+    ex.submit(L.trainjob("flaky", code, runtime="retry", nodes=2), cwd=str(tmp_path))
+    s = ex.wait("flaky", timeout=TIMEOUT)
+    assert s.restarts == 1 and all(p.restarts == 1 for p in s.pods)
+    assert list(ex.logs("flaky")) == ["attempt 1"]
+    log = ex.log_path("flaky")
+    assert log.with_name(log.name + ".1").read_text() == "attempt 0\n"
+    reasons = [e.reason for e in ex.events("flaky")]
+    assert "Restarting" in reasons and reasons[-1] == "AllJobsCompleted"
+
+
+def test_a_job_that_keeps_failing_fails_after_max_restarts(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    ex.apply_runtime(L.runtime("retry", failure_policy={"maxRestarts": 1}))
+    ex.submit(L.trainjob("bad", "raise SystemExit(7)", runtime="retry"), cwd=str(tmp_path))
+    with pytest.raises(JobFailedError) as err:
+        ex.wait("bad", timeout=TIMEOUT)
+    s = err.value.state
+    assert (s.phase, s.reason, s.restarts) == ("Failed", "ReachedMaxRestarts", 1)
+    assert s.message == (
+        "jobset failed due to reaching max number of restarts (first failed job: bad-node-0)"
+    )
+    assert s.pods[0].exit_code == 7
+
+
+def test_without_a_failure_policy_one_failed_pod_fails_the_job(ex: LocalExecutor, tmp_path):
+    ex.submit(L.trainjob("once", "raise SystemExit(2)"), cwd=str(tmp_path))
+    s = ex.wait("once", phases={"Failed"}, timeout=TIMEOUT)
+    assert s.reason == "FailedJobs"
+    assert (
+        s.message == "jobset failed due to one or more job failures (first failed job: once-node-0)"
+    )
+    assert _conditions(ex, "once")["Failed"][1] == "FailedJobs"
+
+
+def test_active_deadline_fails_the_job_and_stops_its_processes(ex: LocalExecutor, tmp_path):
+    code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
+    ex.submit(L.trainjob("slow", code, activeDeadlineSeconds=2), cwd=str(tmp_path))
+    s = ex.wait("slow", phases={"Failed"}, timeout=TIMEOUT)
+    assert (s.reason, s.message) == ("DeadlineExceeded", "TrainJob exceeded its active deadline")
+    assert _conditions(ex, "slow")["Failed"] == (
+        "True",
+        "DeadlineExceeded",
+        "TrainJob exceeded its active deadline",
+    )
+    pid = int((tmp_path / "pid").read_text())
+    _wait_for(lambda: not _pid_alive(pid), 10, "the worker to exit")
+
+
+def test_delete_cancels_a_running_job(ex: LocalExecutor, tmp_path):
+    code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
+    ex.submit(L.trainjob("cancel", code), cwd=str(tmp_path))
+    pid = int(_wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text()))
+    ex.delete("cancel")
+    assert not _pid_alive(pid)
+    with pytest.raises(NotFoundError):
+        ex.state("cancel")
+    assert not (ex.home / "jobs" / "default" / "cancel").exists()
+
+
+def test_suspend_stops_the_pods_and_resume_starts_them_again(ex: LocalExecutor, tmp_path):
+    code = textwrap.dedent(
+        """
+        import os, time
+        open('pid-' + os.environ['ATTEMPT'] + '-' + str(os.getpid()), 'w').close()
+        while not os.path.exists('go'):
+            time.sleep(0.05)
+        print('done')
+        """
+    )
+    ex.submit(L.trainjob("pausable", code), cwd=str(tmp_path))
+    first = _wait_for(lambda: list(tmp_path.glob("pid-*")))
+    pid = int(first[0].name.rsplit("-", 1)[1])
+    tj = ex.suspend("pausable")
+    assert tj.spec.suspend is True
+    assert ex.state("pausable").phase == "Suspended"
+    assert _conditions(ex, "pausable")["Suspended"] == (
+        "True",
+        "Suspended",
+        "TrainJob is suspended",
+    )
+    _wait_for(lambda: not _pid_alive(pid), 10, "the suspended worker to exit")
+    assert ex.state("pausable").pods[0].phase == "Pending"
+    first[0].unlink()
+    ex.resume("pausable")
+    _wait_for(lambda: list(tmp_path.glob("pid-*")), what="the resumed worker")
+    assert _conditions(ex, "pausable")["Suspended"] == ("False", "Resumed", "TrainJob is resumed")
+    (tmp_path / "go").touch()
+    assert ex.wait("pausable", timeout=TIMEOUT).phase == "Complete"
+    assert list(ex.logs("pausable")) == ["done"]
+
+
+def test_a_job_submitted_suspended_starts_only_when_resumed(ex: LocalExecutor, tmp_path):
+    ex.submit(L.trainjob("later", "print('ran')", suspend=True), cwd=str(tmp_path))
+    time.sleep(0.5)
+    s = ex.state("later")
+    assert s.phase == "Suspended" and s.pods[0].phase == "Pending"
+    ex.resume("later")
+    assert ex.wait("later", timeout=TIMEOUT).phase == "Complete"
+
+
+def test_the_job_outlives_the_client_that_submitted_it(tmp_path):
+    home = tmp_path / "home"
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from tests.e2e import local_jobs as L
+        from trainjob.local import LocalExecutor
+        ex = LocalExecutor(Path({str(home)!r}))
+        ex.apply_runtime(L.runtime())
+        code = "import os, time\\nwhile not os.path.exists('go'): time.sleep(0.05)\\nprint('still here')"
+        ex.submit(L.trainjob("orphan", code), cwd={str(tmp_path)!r})
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parents[2])
+    ex = LocalExecutor(home)
+    _wait_for(lambda: ex.state("orphan").phase == "Running", what="Running")
+    (tmp_path / "go").touch()
+    assert ex.wait("orphan", timeout=TIMEOUT).phase == "Complete"
+    assert list(ex.logs("orphan")) == ["still here"]
+    ex.delete("orphan")
+
+
+ECHO = textwrap.dedent(
+    """
+    import os, socket, sys
+    if os.environ['INDEX'] == '0':
+        srv = socket.create_server(('', int(os.environ['PORT'])))
+        conn, _ = srv.accept()
+        conn.sendall(b'hello from ' + os.environ['JOB'].encode())
+        print('served', os.environ['JOB'])
+    else:
+        host, port = os.environ['MASTER'].rsplit(':', 1)
+        for _ in range(400):
+            try:
+                s = socket.create_connection((host, int(port)))
+                break
+            except OSError:
+                import time; time.sleep(0.05)
+        print(s.recv(100).decode())
+    """
+)
+
+
+def test_two_jobs_listening_on_the_same_port_run_at_once(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    ex.apply_runtime(L.runtime("net", ports=[29500]))
+    for name in ("net-a", "net-b"):
+        env = {"PORT": "29500", "JOB": name, "MASTER": f"{name}-node-0-0.{name}:29500"}
+        ex.submit(L.trainjob(name, ECHO, runtime="net", nodes=2, env=env), cwd=str(tmp_path))
+    for name in ("net-a", "net-b"):
+        assert ex.wait(name, timeout=TIMEOUT).phase == "Complete"
+        assert list(ex.logs(name, index=0)) == [f"served {name}"]
+        assert list(ex.logs(name, index=1)) == [f"hello from {name}"]
+
+
+def test_a_sigkilled_worker_fails_the_job_with_its_exit_code(ex: LocalExecutor, tmp_path):
+    code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
+    ex.submit(L.trainjob("victim", code), cwd=str(tmp_path))
+    pid = int(_wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text()))
+    os.kill(pid, signal.SIGKILL)
+    s = ex.wait("victim", phases={"Failed"}, timeout=TIMEOUT)
+    assert s.reason == "FailedJobs"
+    assert s.pods[0].exit_code == 137
+    assert s.pods[0].message == 'container "node" failed: exit code 137 (killed by SIGKILL)'
+
+
+def test_a_sigkilled_supervisor_fails_the_job_and_stops_its_workers(ex: LocalExecutor, tmp_path):
+    code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
+    ex.submit(L.trainjob("orphaned", code), cwd=str(tmp_path))
+    pid = int(_wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text()))
+    row = ex.store.job("default", "orphaned")
+    assert row is not None and row.supervisor_pid
+    os.kill(row.supervisor_pid, signal.SIGKILL)
+    s = _wait_for(lambda: (st := ex.state("orphaned")).finished and st, what="Failed")
+    assert (s.phase, s.reason) == ("Failed", "SupervisorDied")
+    assert "exited while the job was Running" in s.message
+    _wait_for(lambda: not _pid_alive(pid), 10, "the orphaned worker to exit")
+    assert s.pods[0].phase == "Failed"
+
+
+def test_bad_input_is_refused_before_anything_starts(ex: LocalExecutor, tmp_path):
+    with pytest.raises(NotFoundError, match='"no-such-runtime" not found'):
+        ex.submit(L.trainjob("x", "pass", runtime="no-such-runtime"))
+    with pytest.raises(InvalidError, match="RFC 1035"):
+        ex.submit(L.trainjob("Bad_Name", "pass"))
+    job = L.trainjob("x", "pass")
+    job.spec.trainer.command = ["no-such-tool", "--flag"]  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="command 'no-such-tool' not found"):
+        ex.submit(job)
+    assert ex.list() == []
+    ex.submit(L.trainjob("x", "pass"), cwd=str(tmp_path))
+    with pytest.raises(
+        AlreadyExistsError, match=r'trainjobs\.trainer\.kubeflow\.org "x" already exists'
+    ):
+        ex.submit(L.trainjob("x", "pass"), cwd=str(tmp_path))
+
+
+def test_a_container_without_a_command_says_how_to_fix_it(ex: LocalExecutor):
+    job = L.trainjob("nocmd", "pass")
+    job.spec.trainer.command = None  # type: ignore[union-attr]
+    with pytest.raises(ConfigError) as err:
+        ex.submit(job)
+    assert 'container "node" of job "node" has no command' in str(err.value)
+    assert "spec.trainer.command" in str(err.value)
+
+
+def test_follow_streams_lines_as_they_are_written(ex: LocalExecutor, tmp_path):
+    code = textwrap.dedent(
+        """
+        import os, time
+        for i in range(3):
+            print('line', i)
+            while not os.path.exists(f'ack{i}'):
+                time.sleep(0.02)
+        """
+    )
+    ex.submit(L.trainjob("stream", code), cwd=str(tmp_path))
+    seen = []
+    for line in ex.logs("stream", follow=True):
+        seen.append(line)
+        (tmp_path / f"ack{len(seen) - 1}").touch()
+    assert seen == ["line 0", "line 1", "line 2"]
+    assert ex.wait("stream", timeout=TIMEOUT).phase == "Complete"
