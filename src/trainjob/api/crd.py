@@ -149,8 +149,10 @@ def _structural(node: Schema) -> Schema:
     kind = out.get("type")
     if kind == "object":
         extra = out.pop("additionalProperties", None)
-        if "properties" in out:
+        if out.get("properties"):
             out["properties"] = {k: _structural(v) for k, v in out["properties"].items()}
+        else:
+            out.pop("properties", None)  # an empty struct (jax: {}) is a bare object
         if extra is True:
             out["x-kubernetes-preserve-unknown-fields"] = True
         elif isinstance(extra, dict):
