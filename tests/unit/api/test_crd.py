@@ -10,6 +10,7 @@ from trainjob.api.crd_rules, so a change to the rules has to change a test too.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,16 @@ CRD_DIR = REPO / "manifests" / "crds"
 Obj = dict[str, Any]
 
 
-def committed(plural: str) -> Obj:
+@functools.cache
+def _parsed(plural: str) -> Obj:
     path = CRD_DIR / f"trainer.kubeflow.org_{plural}.yaml"
     (doc,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
     return doc  # type: ignore[no-any-return]
+
+
+def committed(plural: str) -> Obj:
+    """The CRD file as committed (a fresh copy: tests may not change each other's input)."""
+    return copy.deepcopy(_parsed(plural))
 
 
 def schema_of(plural: str) -> Obj:
@@ -416,6 +423,7 @@ PYTHON_CHECKS = [
 ]
 
 
+@functools.cache
 def _python_source() -> str:
     # Joined string literals ("a " "b") count as one.
     text = "\n".join(p.read_text() for p in PYTHON_CHECKS)
