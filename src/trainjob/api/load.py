@@ -126,10 +126,26 @@ def parse(doc: Any, source: str = "") -> Manifest:
         raise InvalidError(field_errors(e), f"{kind}.{group}", name) from None
 
 
+class KubernetesYAMLLoader(yaml.SafeLoader):
+    """YAML read as Kubernetes reads it: an unquoted ``2024-01-05`` stays a string, as with
+    ``sigs.k8s.io/yaml`` (PyYAML would make it a date, or fail on ``2024-13-45``)."""
+
+
+KubernetesYAMLLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def yaml_documents(text: str) -> list[Any]:
+    """Every document of a YAML (or JSON) stream, as Kubernetes would read it."""
+    return list(yaml.load_all(text, Loader=KubernetesYAMLLoader))
+
+
 def load_documents(text: str, source: str = "<stdin>") -> list[Any]:
     """YAML (one or more documents) or JSON text -> raw documents, empty ones dropped."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yaml_documents(text) if d is not None]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -78,9 +78,11 @@ def read_sources(paths: list[str]) -> list[tuple[str, str]]:
 def documents(text: str, source: str) -> list[Any]:
     """The raw documents of one YAML/JSON text; ``kind: List`` and top-level lists are flattened."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in load.yaml_documents(text) if d is not None]
     except yaml.YAMLError as e:
         raise TrainJobError(f"error parsing {source}: {_yaml_problem(e)}") from None
+    except RecursionError:
+        raise TrainJobError(f"error parsing {source}: yaml: nested too deeply") from None
     flat: list[Any] = []
     for d in docs:
         if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
