@@ -1,0 +1,255 @@
+"""Admission webhooks without a cluster: the mutating TrainJob webhook, the runtime validators,
+and the AdmissionReview/Status encoding. (The TrainJob validator reads runtimes from the cluster;
+it is tested on the real apiserver in tests/integration/test_webhooks.py.)"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, cast
+
+import pytest
+
+from trainjob.controller.webhooks import admission
+from trainjob.controller.webhooks.serving import configurations
+from trainjob.errors import FieldError
+from trainjob.kube.client import Client
+
+Obj = dict[str, Any]
+NOW = "2026-03-04T05:06:07Z"
+EARLIER = "2026-01-01T00:00:00Z"
+
+hooks = admission.Admission(cast(Client, None), clock=lambda: NOW)
+
+
+def trainjob(**spec: Any) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "job", "namespace": "ns"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+    }
+
+
+def patch(manager: str, sa: str, time: str | None = None) -> Obj:
+    p: Obj = {
+        "manager": manager,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "spec": {"template": {"spec": {"serviceAccountName": sa}}}
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    if time:
+        p["time"] = time
+    return p
+
+
+def mutate(obj: Obj, old: Obj | None = None) -> list[Obj]:
+    req: Obj = {"operation": "UPDATE" if old else "CREATE", "object": obj}
+    if old:
+        req["oldObject"] = old
+    verdict = hooks.mutate_trainjob(req)
+    assert verdict.allowed
+    return verdict.patch
+
+
+def test_create_stamps_every_runtime_patch_without_a_time() -> None:
+    ops = mutate(trainjob(runtimePatches=[patch("a.io/x", "sa"), patch("b.io/y", "sb", EARLIER)]))
+    assert ops == [
+        {
+            "op": "add",
+            "path": "/spec/runtimePatches",
+            "value": [patch("a.io/x", "sa", NOW), patch("b.io/y", "sb", EARLIER)],
+        }
+    ]
+
+
+def test_create_without_patches_changes_nothing() -> None:
+    assert mutate(trainjob()) == []
+
+
+def test_update_keeps_the_time_of_an_unchanged_patch_and_stamps_a_changed_one() -> None:
+    old = trainjob(runtimePatches=[patch("a.io/x", "sa", EARLIER), patch("b.io/y", "sb", EARLIER)])
+    new = trainjob(runtimePatches=[patch("a.io/x", "sa"), patch("b.io/y", "CHANGED")])
+    (op,) = mutate(new, old)
+    assert [p["time"] for p in op["value"]] == [EARLIER, NOW]
+
+
+def test_legacy_fields_become_runtime_patches_and_are_removed() -> None:
+    obj = trainjob(
+        labels={"team": "a"},
+        podTemplateOverrides=[
+            {"targetJobs": [{"name": "node"}], "spec": {"serviceAccountName": "legacy"}}
+        ],
+    )
+    ops = mutate(obj)
+    assert ops[0]["path"] == "/spec/runtimePatches"
+    managers = [p["manager"] for p in ops[0]["value"]]
+    assert managers == [
+        "trainer.kubeflow.org/v2.0-metadata",
+        "trainer.kubeflow.org/v2.1-pod-template-overrides",
+    ]
+    assert all(p["time"] == NOW for p in ops[0]["value"])
+    assert ops[1:] == [
+        {"op": "remove", "path": "/spec/labels"},
+        {"op": "remove", "path": "/spec/podTemplateOverrides"},
+    ]
+
+
+def runtime(kind: str = "TrainingRuntime", labels: Obj | None = None, replicas: int = 1) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": "rt", "namespace": "ns", "labels": labels or {}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "replicas": replicas,
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
+                                },
+                                "spec": {
+                                    "template": {
+                                        "spec": {"containers": [{"name": "node", "image": "x"}]}
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def test_a_valid_runtime_is_allowed() -> None:
+    verdict = hooks.validate_training_runtime({"operation": "CREATE", "object": runtime()})
+    assert verdict.allowed and verdict.warnings == []
+
+
+def test_an_ancestor_job_with_two_replicas_is_denied_with_upstreams_message() -> None:
+    verdict = hooks.validate_training_runtime(
+        {"operation": "CREATE", "object": runtime(replicas=2)}
+    )
+    assert not verdict.allowed
+    assert verdict.status is not None
+    assert verdict.status["code"] == 403 and verdict.status["reason"] == "Forbidden"
+    assert verdict.status["message"] == (
+        "spec.template.spec.replicatedJobs[0].replicas: Invalid value: 2: always must be 1"
+    )
+    assert verdict.status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 2: always must be 1",
+            "field": "spec.template.spec.replicatedJobs[0].replicas",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "operation", "warned"),
+    [
+        pytest.param("ClusterTrainingRuntime", "CREATE", True, id="deprecated CTR create warns"),
+        pytest.param("TrainingRuntime", "CREATE", True, id="deprecated TR create warns"),
+        pytest.param(
+            "ClusterTrainingRuntime", "UPDATE", False, id="deprecated CTR update is silent"
+        ),
+    ],
+)
+def test_deprecated_runtimes_warn_on_create(kind: str, operation: str, warned: bool) -> None:
+    obj = runtime(kind, labels={"trainer.kubeflow.org/support": "deprecated"})
+    if kind == "ClusterTrainingRuntime":
+        del obj["metadata"]["namespace"]
+        verdict = hooks.validate_cluster_training_runtime({"operation": operation, "object": obj})
+    else:
+        verdict = hooks.validate_training_runtime({"operation": operation, "object": obj})
+    assert verdict.allowed
+    want = [
+        f'{kind} "rt" is deprecated and will be removed in a future release of Kubeflow Trainer. '
+        "See runtime deprecation policy: https://www.kubeflow.org/docs/components/trainer/"
+        "operator-guides/runtime/#runtime-deprecation-policy"
+    ]
+    assert verdict.warnings == (want if warned else [])
+
+
+@pytest.mark.parametrize(
+    ("errors", "want"),
+    [
+        pytest.param(["a"], "a", id="one error is its own message"),
+        pytest.param(["a", "b"], "[a, b]", id="several are bracketed and comma-joined"),
+        pytest.param(["a", "a", "b"], "[a, b]", id="duplicates are dropped"),
+        pytest.param(["a", "a"], "a", id="all duplicates collapse to one"),
+    ],
+)
+def test_aggregate_joins_like_kubernetes(errors: list[str], want: str) -> None:
+    assert admission.aggregate(errors) == want
+
+
+def test_review_encodes_allowed_responses_with_a_base64_json_patch() -> None:
+    body = json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-1",
+                "operation": "CREATE",
+                "object": trainjob(runtimePatches=[patch("a.io/x", "s")]),
+            },
+        }
+    ).encode()
+    out = json.loads(admission.review(body, hooks.mutate_trainjob))
+    resp = out["response"]
+    assert out["kind"] == "AdmissionReview" and resp["uid"] == "u-1" and resp["allowed"]
+    assert resp["patchType"] == "JSONPatch"
+    ops = json.loads(base64.b64decode(resp["patch"]))
+    assert ops[0]["value"][0]["time"] == NOW
+
+
+def test_review_encodes_refusals_with_the_status() -> None:
+    verdict = admission.deny(
+        [FieldError.forbidden("spec.runtimePatches", "no")], "TrainJob.trainer.kubeflow.org", "j"
+    )
+    out = json.loads(admission.review(b'{"request": {"uid": "u"}}', lambda _r: verdict))
+    assert out["response"]["allowed"] is False
+    assert out["response"]["status"]["message"] == "spec.runtimePatches: Forbidden: no"
+    assert out["response"]["status"]["details"]["kind"] == "TrainJob"
+    assert out["response"]["status"]["details"]["group"] == "trainer.kubeflow.org"
+
+
+def test_webhook_configurations_use_upstream_names_paths_and_skip_disabled_runtimes() -> None:
+    mutating, validating = configurations(b"CA", url_base="https://127.0.0.1:9443")
+    assert [w["name"] for w in mutating["webhooks"]] == ["defaulter.trainjob.trainer.kubeflow.org"]
+    by_name = {w["name"]: w for w in validating["webhooks"]}
+    assert sorted(by_name) == [
+        "validator.clustertrainingruntime.trainer.kubeflow.org",
+        "validator.trainingruntime.trainer.kubeflow.org",
+        "validator.trainjob.trainer.kubeflow.org",
+    ]
+    tj = by_name["validator.trainjob.trainer.kubeflow.org"]
+    assert tj["clientConfig"]["url"] == (
+        "https://127.0.0.1:9443/validate-trainer-kubeflow-org-v1alpha1-trainjob"
+    )
+    assert tj["clientConfig"]["caBundle"] == base64.b64encode(b"CA").decode()
+    assert "objectSelector" not in tj
+    ctr = by_name["validator.clustertrainingruntime.trainer.kubeflow.org"]
+    assert ctr["objectSelector"]["matchExpressions"][0]["key"] == (
+        "trainer.kubeflow.org/webhook-validation"
+    )
+    assert all(w["failurePolicy"] == "Fail" for w in validating["webhooks"])

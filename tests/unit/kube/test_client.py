@@ -1,0 +1,197 @@
+"""The REST client's wire format and error mapping, through httpx's MockTransport (the requests
+the real apiserver answers are covered in tests/integration/test_kube_client.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from trainjob.errors import AlreadyExistsError, NotFoundError
+from trainjob.kube import errors, resources
+from trainjob.kube.client import Client
+from trainjob.kube.config import Config
+from trainjob.kube.retry import Backoff, retry_on_conflict, with_retries
+from trainjob.kube.watch import parse_event
+
+Obj = dict[str, Any]
+
+
+def status(code: int, reason: str, message: str, **details: Any) -> Obj:
+    body: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
+    if details:
+        body["details"] = details
+    return body
+
+
+def client(handler: Any) -> Client:
+    return Client(
+        Config(server="https://k8s.test", token="tok"), transport=httpx.MockTransport(handler)
+    )
+
+
+def test_apply_sends_an_apply_patch_with_our_field_manager_and_force() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, json=json.loads(req.content))
+
+    obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j", "namespace": "ns"},
+        "spec": {},
+    }
+    client(handler).apply(obj)
+    (req,) = seen
+    assert req.method == "PATCH"
+    assert req.url.path == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/j"
+    assert dict(req.url.params) == {"fieldManager": "trainjob", "force": "true"}
+    assert req.headers["Content-Type"] == "application/apply-patch+yaml"
+    assert req.headers["Authorization"] == "Bearer tok"
+
+
+def test_status_patches_go_to_the_status_subresource_as_merge_patches() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, json={})
+
+    client(handler).patch_status(resources.TRAINJOBS, "t", "ns", {"conditions": []})
+    (req,) = seen
+    assert req.url.path == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/t/status"
+    assert req.headers["Content-Type"] == "application/merge-patch+json"
+    assert json.loads(req.content) == {"status": {"conditions": []}}
+
+
+def test_cluster_scoped_paths_have_no_namespace() -> None:
+    assert resources.CLUSTER_TRAINING_RUNTIMES.path("ignored", "x") == (
+        "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/x"
+    )
+    assert resources.CONFIGMAPS.path("ns") == "/api/v1/namespaces/ns/configmaps"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cls"),
+    [
+        pytest.param(404, "NotFound", errors.NotFound, id="404 is NotFound"),
+        pytest.param(409, "AlreadyExists", errors.AlreadyExists, id="409 AlreadyExists"),
+        pytest.param(409, "Conflict", errors.Conflict, id="409 Conflict"),
+        pytest.param(410, "Expired", errors.Gone, id="410 is Gone"),
+        pytest.param(422, "Invalid", errors.Invalid, id="422 is Invalid"),
+        pytest.param(403, "Forbidden", errors.Forbidden, id="403 is Forbidden"),
+        pytest.param(429, "TooManyRequests", errors.TooManyRequests, id="429 throttles"),
+        pytest.param(503, "ServiceUnavailable", errors.ServerError, id="5xx is a ServerError"),
+    ],
+)
+def test_error_answers_become_their_classes(code: int, reason: str, cls: type) -> None:
+    k = client(lambda _r: httpx.Response(code, json=status(code, reason, f"msg {code}")))
+    with pytest.raises(cls, match=f"msg {code}") as info:
+        k.get(resources.JOBSETS, "x", "ns")
+    assert info.value.status == code and info.value.reason == reason
+
+
+def test_not_found_and_already_exists_are_also_trainjob_errors() -> None:
+    assert issubclass(errors.NotFound, NotFoundError)
+    assert issubclass(errors.AlreadyExists, AlreadyExistsError)
+
+
+def test_invalid_errors_carry_their_causes() -> None:
+    body = status(
+        422,
+        "Invalid",
+        "x is invalid",
+        causes=[{"reason": "FieldValueInvalid", "message": "bad", "field": "spec.a"}],
+    )
+    k = client(lambda _r: httpx.Response(422, json=body))
+    with pytest.raises(errors.Invalid) as info:
+        k.create(resources.CONFIGMAPS, {"metadata": {"name": "x"}}, "ns")
+    assert info.value.causes == [errors.Cause("FieldValueInvalid", "bad", "spec.a")]
+
+
+def test_a_connection_failure_is_unreachable() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=req)
+
+    with pytest.raises(errors.Unreachable, match="connection refused") as info:
+        client(handler).get(resources.JOBSETS, "x", "ns")
+    assert errors.is_temporary(info.value)
+
+
+def test_with_retries_rides_out_temporary_errors_and_honours_retry_after() -> None:
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise errors.TooManyRequests(
+                "slow down",
+                status=429,
+                body=status(429, "TooManyRequests", "x", retryAfterSeconds=0.01),
+            )
+        return "ok"
+
+    assert with_retries(flaky, Backoff(initial=10, steps=5)) == "ok"
+    assert len(calls) == 3
+
+
+def test_with_retries_does_not_retry_permanent_errors() -> None:
+    calls: list[int] = []
+
+    def gone() -> None:
+        calls.append(1)
+        raise errors.NotFound("nope", status=404)
+
+    with pytest.raises(errors.NotFound):
+        with_retries(gone, Backoff(initial=0.001))
+    assert calls == [1]
+
+
+def test_retry_on_conflict_reruns_until_it_succeeds() -> None:
+    calls: list[int] = []
+
+    def update() -> int:
+        calls.append(1)
+        if len(calls) < 4:
+            raise errors.Conflict("changed", status=409)
+        return len(calls)
+
+    assert retry_on_conflict(update, Backoff(initial=0.001, steps=5)) == 4
+
+
+@pytest.mark.parametrize(
+    ("line", "want_type"),
+    [
+        pytest.param(
+            b'{"type":"ADDED","object":{"metadata":{"resourceVersion":"7"}}}', "ADDED", id="added"
+        ),
+        pytest.param(
+            b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}',
+            "BOOKMARK",
+            id="bookmark",
+        ),
+        pytest.param(b"   ", None, id="a blank keep-alive line is skipped"),
+    ],
+)
+def test_watch_lines_parse_into_events(line: bytes, want_type: str | None) -> None:
+    ev = parse_event(line)
+    assert (ev.type if ev else None) == want_type
+
+
+def test_a_watch_error_event_raises_gone_for_an_expired_resource_version() -> None:
+    line = json.dumps(
+        {"type": "ERROR", "object": status(410, "Expired", "too old resource version")}
+    )
+    with pytest.raises(errors.Gone, match="too old resource version"):
+        parse_event(line)
