@@ -3,6 +3,28 @@
 Both are pure. ``compile`` validates first and raises :class:`trainjob.errors.InvalidError` with every
 problem found; ``validate`` returns the list instead (the admission webhook and ``trainjob plan``
 print it kubectl-style).
+
+:func:`build_info` is upstream's ``newRuntimeInfo`` (v2.3/HEAD): JobSet labels/annotations from the
+runtime template then each patch's metadata; ``runtimePatches`` (after the v2.0/v2.1 fields
+translated into patches) merged one by one as strategic merge patches onto the JobSetSpec, then
+replicatedJobs put back in the runtime's order; one PodSet per replicatedJob whose count is the
+job's ``parallelism`` (default 1), or ``mlPolicy.numNodes`` (default 1) for the trainer job when
+the runtime has an ``mlPolicy`` (MPI's launcher included), never below 1; ``trainer.image``,
+``command``, ``args`` onto the trainer's ``node`` container, and ``resourcesPerNode`` merged key by
+key into it when the runtime has an ``mlPolicy``. Upstream's cases are pinned in
+``tests/unit/runtime/test_upstream_cases.py``.
+
+Deliberate differences from upstream:
+
+* patches and overrides are validated against the runtime's template *before* patching (upstream
+  validates the patched template, into which a strategic merge has already added an unknown job);
+* ``resourcesPerNode.claims`` merge into the container's claims by name (v2.3 drops claims from the
+  apply configuration; v2.0/v2.1 replaced ``resources`` wholesale);
+* the JobSet is always planned: not re-applying a running, unsuspended JobSet (upstream's JobSet
+  builder returns nothing then) is the controller's call, as is the runtimePatches rule that needs
+  the live JobSet ("... cannot be modified when the JobSet's ReplicatedJob ... is still active");
+* zero values are left out (upstream's typed round trip writes ``resources: {}`` and a null
+  ``creationTimestamp``), and the owner reference has no ``uid`` when the TrainJob has none yet.
 """
 
 from __future__ import annotations
@@ -85,13 +107,14 @@ def build_info(trainjob: TrainJob, runtime: Runtime) -> Info:
         tmpl_meta = (rjob.get("template") or {}).get("metadata") or {}
         ancestor = (tmpl_meta.get("labels") or {}).get(c.LABEL_ANCESTOR)
         job_spec = (rjob.get("template") or {}).get("spec") or {}
-        count = job_spec.get("parallelism") or 1
-        if ancestor == c.ANCESTOR_TRAINER and not (policy and policy.mpi):
-            count = policy.num_nodes if policy and policy.num_nodes is not None else 1
-        ps = PodSet(name=rjob.get("name", ""), ancestor=ancestor, count=count, rjob=rjob)
+        parallelism = job_spec.get("parallelism")
+        count = 1 if parallelism is None else parallelism
+        if ancestor == c.ANCESTOR_TRAINER and policy is not None:
+            count = 1 if policy.num_nodes is None else policy.num_nodes
+        ps = PodSet(name=rjob.get("name", ""), ancestor=ancestor, count=max(count, 1), rjob=rjob)
         pod_sets.append(ps)
         if ancestor == c.ANCESTOR_TRAINER and trainer is not None:
-            _apply_trainer(ps, trainjob)
+            _apply_trainer(ps, trainjob, resources=policy is not None)
     return Info(
         labels=labels,
         annotations=annotations,
@@ -109,8 +132,9 @@ def _pod_spec(rjob: dict[str, Any]) -> dict[str, Any]:
     return pod_spec
 
 
-def _apply_trainer(ps: PodSet, trainjob: TrainJob) -> None:
-    """``trainer.image|command|args|resourcesPerNode`` onto container ``node`` of the trainer job."""
+def _apply_trainer(ps: PodSet, trainjob: TrainJob, *, resources: bool) -> None:
+    """``trainer.image|command|args`` onto container ``node`` of the trainer job, and
+    ``resourcesPerNode`` when the runtime has an ``mlPolicy`` (as upstream ``newRuntimeInfo``)."""
     trainer = trainjob.spec.trainer
     node = ps.container(c.CONTAINER_NODE)
     if trainer is None or node is None:
@@ -123,7 +147,8 @@ def _apply_trainer(ps: PodSet, trainjob: TrainJob) -> None:
         node["command"] = list(trainer.command)
     if trainer.args is not None:
         node["args"] = list(trainer.args)
-    merge_resources(node, trainer)
+    if resources:
+        merge_resources(node, trainer)
 
 
 def merge_resources(ctr: dict[str, Any], trainjob_trainer: Any) -> None:
