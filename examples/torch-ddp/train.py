@@ -9,10 +9,17 @@ prints ``allreduce ok rank=R sum=S`` (S = 0 + 1 + ... + world-1), or fails.
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def say(line: str) -> None:
+    """One write per line, so lines of ranks sharing a log never interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def main() -> None:
@@ -23,7 +30,7 @@ def main() -> None:
     dist.all_reduce(t)
     expected = world * (world - 1) / 2
     assert t.item() == expected, f"all_reduce gave {t.item()}, expected {expected}"
-    print(f"allreduce ok rank={rank} sum={t.item():g} world={world}", flush=True)
+    say(f"allreduce ok rank={rank} sum={t.item():g} world={world}")
 
     torch.manual_seed(0)
     x = torch.randn(4096, 1)
@@ -43,11 +50,11 @@ def main() -> None:
             opt.step()
             total += loss.item()
         if rank == 0:
-            print(f"epoch {epoch + 1}/{epochs} loss {total / (len(x) / 64):.4f}", flush=True)
+            say(f"epoch {epoch + 1}/{epochs} loss {total / (len(x) / 64):.4f}")
 
     w, b = (p.item() for p in model.module.parameters())
     if rank == 0:
-        print(f"done: y = {w:.2f}x + {b:.2f}", flush=True)
+        say(f"done: y = {w:.2f}x + {b:.2f}")
     dist.barrier()
     dist.destroy_process_group()
 

@@ -1,0 +1,143 @@
+"""The examples on the local backend: real DDP through torchrun, real mpirun, and the CLI.
+
+``examples/torch-ddp.yaml`` (2 nodes x 2 processes, gloo) and ``examples/mpi-hello.yaml`` (OpenMPI,
+4 ranks) run exactly as a user runs them, from the repository root.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.e2e import local_jobs as L
+
+from trainjob.api.load import load_file
+from trainjob.api.trainer import TrainJob
+from trainjob.local import LocalExecutor
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).parents[2]
+
+
+def _example(name: str) -> TrainJob:
+    (tj,) = load_file(ROOT / "examples" / name)
+    assert isinstance(tj, TrainJob)
+    return tj
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="needs torch (the torch extra)"
+)
+def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    ex.submit(_example("torch-ddp.yaml"), cwd=str(ROOT))
+    s = ex.wait("torch-ddp", timeout=600)
+    assert s.phase == "Complete"
+    logs = {i: list(ex.logs("torch-ddp", index=i)) for i in (0, 1)}
+    # torchrun gives node 0 global ranks 0-1 and node 1 ranks 2-3.
+    for node, ranks in ((0, (0, 1)), (1, (2, 3))):
+        for rank in ranks:
+            assert f"allreduce ok rank={rank} sum=6 world=4" in logs[node]
+    losses = [
+        float(m.group(1)) for line in logs[0] if (m := re.match(r"epoch \d/3 loss (\S+)", line))
+    ]
+    assert len(losses) == 3 and losses[-1] < losses[0]
+    assert logs[0][-1] == "done: y = 3.00x + -1.00"
+
+
+@pytest.mark.skipif(
+    shutil.which("mpirun") is None or importlib.util.find_spec("mpi4py") is None,
+    reason="needs OpenMPI (scripts/setup-local.sh) and mpi4py (the torch extra)",
+)
+def test_mpi_example_runs_every_rank_through_mpirun(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    ex.submit(_example("mpi-hello.yaml"), cwd=str(ROOT))
+    s = ex.wait("mpi-hello", timeout=300)
+    lines = list(ex.logs("mpi-hello", job="launcher"))
+    assert sorted(line.split(" on ")[0] for line in lines if line.startswith("hello")) == [
+        f"hello from rank {r} of 4" for r in range(4)
+    ]
+    assert "allreduce ok sum=6 size=4" in lines
+    node = s.pod("node")
+    assert node is not None and node.message.startswith("not run locally")
+    hostfile = ex.home / "jobs/default/mpi-hello/volumes/mpi-hostfile/hostfile"
+    assert hostfile.read_text() == "localhost slots=4\n"
+
+
+def _cli(home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRAINJOB_HOME": str(home)}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from trainjob.cli import main; sys.exit(main())",
+            *args,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path):
+    home = tmp_path / "home"
+    (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
+    job = L.trainjob("cli-job", "import os; print('hello from', os.environ['INDEX'])", nodes=2)
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
+
+    run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--wait", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "trainjob.trainer.kubeflow.org/cli-job created\n"
+    assert "trainjob.trainer.kubeflow.org/cli-job Complete" in run.stderr
+
+    table = _cli(home, "get", "jobs", cwd=tmp_path).stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    assert table[1].split()[:5] == ["cli-job", "Complete", "plain", "2", "0"]
+    assert _cli(home, "get", "jobs", "-o", "name", cwd=tmp_path).stdout == (
+        "trainjob.trainer.kubeflow.org/cli-job\n"
+    )
+    as_yaml = yaml.safe_load(
+        _cli(home, "get", "jobs", "cli-job", "-o", "yaml", cwd=tmp_path).stdout
+    )
+    assert as_yaml["status"]["conditions"][0]["type"] == "Complete"
+
+    described = _cli(home, "describe", "job", "cli-job", cwd=tmp_path).stdout
+    for want in (
+        "Status:     Complete (AllJobsCompleted)",
+        "node-1",
+        "AllJobsCompleted",
+        "Events:",
+    ):
+        assert want in described
+
+    assert (
+        _cli(home, "logs", "cli-job", "--step", "node-1", cwd=tmp_path).stdout == "hello from 1\n"
+    )
+    assert _cli(home, "logs", "cli-job", cwd=tmp_path).stdout == "hello from 0\n"
+
+    deleted = _cli(home, "delete", "cli-job", cwd=tmp_path)
+    assert deleted.stdout == "trainjob.trainer.kubeflow.org/cli-job deleted\n"
+    gone = _cli(home, "describe", "job", "cli-job", cwd=tmp_path)
+    assert gone.returncode == 1
+    assert gone.stderr == 'error: trainjobs.trainer.kubeflow.org "cli-job" not found\n'
+
+
+def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path):
+    home = tmp_path / "home"
+    (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
+    job = L.trainjob("cli-bad", "raise SystemExit(3)")
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
+    run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.startswith("error: trainjob.trainer.kubeflow.org/cli-bad Failed")
+    assert "FailedJobs: jobset failed due to one or more job failures" in run.stderr
+    _cli(home, "delete", "cli-bad", cwd=tmp_path)
