@@ -4,7 +4,8 @@
   quantities, runtime patches on random jobs/containers, initializers, v2.0/v2.1 legacy fields,
   suspend) against every built-in runtime: ``validate`` returns a list, ``compile`` either returns
   a Plan or raises :class:`InvalidError`; a Plan is deterministic and serialises to YAML and JSON.
-* Arbitrary JSON-like documents through :func:`trainjob.api.load.parse` raise only InvalidError.
+* Arbitrary JSON-like documents through :func:`trainjob.api.load.parse` raise only InvalidError,
+  and any text given to ``trainjob plan`` ends in errors it can print (never an exception).
 
 Kept to a few seconds: ``max_examples`` is small and the runtimes are loaded once.
 """
@@ -22,7 +23,8 @@ from trainjob import catalog
 from trainjob.api import constants as c
 from trainjob.api.load import KINDS, parse
 from trainjob.api.trainer import TrainJob
-from trainjob.errors import InvalidError
+from trainjob.cli import plan
+from trainjob.errors import InvalidError, TrainJobError
 from trainjob.runtime import compile, validate
 
 Obj = dict[str, Any]
@@ -272,3 +274,22 @@ def test_parse_raises_only_field_errors(doc: Any) -> None:
         parse(doc)
     except InvalidError as e:
         assert e.errors
+
+
+yaml_texts = st.one_of(
+    st.text(max_size=80),
+    documents.map(lambda d: yaml.safe_dump(d, sort_keys=False)),
+    st.lists(
+        st.sampled_from(["a:", " b", "- c", "{", "]", "'", '"', "---", "\t", ": d", "2024-13-45"])
+    ).map("\n".join),
+)
+
+
+@settings(SETTINGS, max_examples=200)
+@given(text=yaml_texts)
+def test_plan_of_any_text_reports_errors_and_never_raises(text: str, tmp_path_factory: Any) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / "input.yaml"
+    path.write_text(text)
+    result = plan.plan_files([str(path)])
+    assert all(isinstance(e, TrainJobError) for e in result.errors)
+    assert result.errors or result.plans
