@@ -1227,3 +1227,57 @@ def test_validate_runtime_patch_mutation(
     assert all(
         err.field == "spec.runtimePatches" and err.type.value == "Forbidden" for err in errors
     )
+
+
+OVERRIDE_MUTATION_CASES = [
+    pytest.param(
+        "sa", False, "sa", False, [], id="allow updates with no changes to podTemplateOverrides"
+    ),
+    pytest.param(
+        "sa",
+        False,
+        "sa-updated",
+        False,
+        ["PodTemplateOverrides can only be modified when the TrainJob is suspended"],
+        id="forbid changes to podTemplateOverrides when trainJob is not suspended",
+    ),
+    pytest.param(
+        "sa",
+        True,
+        "sa-updated",
+        False,
+        ["PodTemplateOverrides can only be modified when the TrainJob is suspended"],
+        id="forbid changes to podTemplateOverrides when the update resumes the trainJob (v2.1)",
+    ),
+    pytest.param(
+        "sa",
+        False,
+        "sa-updated",
+        True,
+        [],
+        id="allow changes to podTemplateOverrides when suspended",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("old_sa", "old_suspend", "new_sa", "new_suspend", "want"), OVERRIDE_MUTATION_CASES
+)
+def test_validate_pod_template_override_mutation(
+    old_sa: str, old_suspend: bool, new_sa: str, new_suspend: bool, want: list[str]
+) -> None:
+    rt = upstream_runtime(upstream_jobs(), ml_policy={"numNodes": 1})
+
+    def tj(sa: str, suspend: bool) -> TrainJob:
+        return upstream_trainjob(
+            suspend=suspend,
+            podTemplateOverrides=[
+                {"targetJobs": [{"name": c.JOB_NODE}], "spec": {"serviceAccountName": sa}}
+            ],
+        )
+
+    errors = validate(tj(new_sa, new_suspend), rt, tj(old_sa, old_suspend))
+    assert [err.detail for err in errors] == want
+    assert all(
+        err.field == "spec.podTemplateOverrides" and err.type.value == "Forbidden" for err in errors
+    )

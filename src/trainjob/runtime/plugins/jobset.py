@@ -7,7 +7,9 @@
   labels, ``suspend``, and a controller ownerReference to the TrainJob.
 * ``validate``: initializer jobs/containers/volume mounts exist; patches (and the v2.0/v2.1
   overrides) target jobs and containers of the runtime template as written, before any patch, and
-  do not set envs of the reserved containers.
+  do not set envs of the reserved containers; on update, ``runtimePatches`` change only when the
+  TrainJob is suspended before or after, v2.1 ``podTemplateOverrides`` only when it is suspended
+  (whether the JobSet still runs is checked by the admission webhook, which can read it).
 """
 
 from __future__ import annotations
@@ -269,14 +271,23 @@ def _validate_patch_mutation(old: TrainJob | None, new: TrainJob) -> list[FieldE
             out.append(d)
         return out
 
-    if strip(old) == strip(new):
-        return []
-    if not old.spec.suspend and not new.spec.suspend:
-        return [
+    errors: list[FieldError] = []
+    if strip(old) != strip(new) and not old.spec.suspend and not new.spec.suspend:
+        errors.append(
             FieldError.forbidden(
                 RUNTIME_PATCHES_PATH,
                 "RuntimePatches can only be modified when the TrainJob is suspended before or after "
                 "the update",
             )
-        ]
-    return []
+        )
+    # v2.1 ruled on the new object alone: overrides change only while it is suspended.
+    old_overrides = [to_dict(o) for o in old.spec.pod_template_overrides or []]
+    new_overrides = [to_dict(o) for o in new.spec.pod_template_overrides or []]
+    if old_overrides != new_overrides and not new.spec.suspend:
+        errors.append(
+            FieldError.forbidden(
+                POD_TEMPLATE_OVERRIDES_PATH,
+                "PodTemplateOverrides can only be modified when the TrainJob is suspended",
+            )
+        )
+    return errors
