@@ -138,23 +138,12 @@ KubernetesYAMLLoader.yaml_implicit_resolvers = {
 
 
 def yaml_documents(text: str) -> list[Any]:
-    """Every document of a YAML (or JSON) stream, as Kubernetes would read it."""
-    return list(yaml.load_all(text, Loader=KubernetesYAMLLoader))
-
-
-def load_documents(text: str, source: str = "<stdin>") -> list[Any]:
-    """YAML (one or more documents) or JSON text -> raw documents, empty ones dropped."""
-    try:
-        docs = [d for d in yaml_documents(text) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise InvalidError(
-            [FieldError.invalid(source, f"<yaml>{where}", f"cannot parse YAML: {problem}")]
-        ) from None
+    """The objects of a YAML (or JSON) stream, read as Kubernetes reads them: empty documents
+    dropped, ``kind: List`` items and top-level lists flattened. Raises ``yaml.YAMLError``."""
     flat: list[Any] = []
-    for d in docs:
+    for d in yaml.load_all(text, Loader=KubernetesYAMLLoader):
+        if d is None:
+            continue
         if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
             flat.extend(d["items"])
         elif isinstance(d, list):
@@ -162,6 +151,19 @@ def load_documents(text: str, source: str = "<stdin>") -> list[Any]:
         else:
             flat.append(d)
     return flat
+
+
+def load_documents(text: str, source: str = "<stdin>") -> list[Any]:
+    """YAML (one or more documents) or JSON text -> raw documents (see :func:`yaml_documents`)."""
+    try:
+        return yaml_documents(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise InvalidError(
+            [FieldError.invalid(source, f"<yaml>{where}", f"cannot parse YAML: {problem}")]
+        ) from None
 
 
 def load_file(path: str | Path) -> list[Manifest]:

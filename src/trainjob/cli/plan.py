@@ -59,39 +59,30 @@ def read_sources(paths: list[str]) -> list[tuple[str, str]]:
                 stdin_read = True
             continue
         path = Path(p)
-        files = (
-            sorted(f for f in path.iterdir() if f.suffix in _DIRECTORY_SUFFIXES)
-            if path.is_dir()
-            else [path]
-        )
-        for f in files:
-            try:
-                out.append((str(f), f.read_text()))
-            except FileNotFoundError:
-                raise TrainJobError(f'the path "{f}" does not exist') from None
-            except (OSError, UnicodeDecodeError) as e:
-                why = e.strerror if isinstance(e, OSError) else "not a UTF-8 text file"
-                raise TrainJobError(f'cannot read "{f}": {why}') from None
+        try:
+            files = (
+                sorted(f for f in path.iterdir() if f.suffix in _DIRECTORY_SUFFIXES)
+                if path.is_dir()
+                else [path]
+            )
+            out.extend((str(f), f.read_text()) for f in files)
+        except FileNotFoundError as e:
+            raise TrainJobError(f'the path "{e.filename}" does not exist') from None
+        except OSError as e:
+            raise TrainJobError(f'cannot read "{e.filename}": {e.strerror}') from None
+        except UnicodeDecodeError:
+            raise TrainJobError(f'cannot read "{p}": not a UTF-8 text file') from None
     return out
 
 
 def documents(text: str, source: str) -> list[Any]:
-    """The raw documents of one YAML/JSON text; ``kind: List`` and top-level lists are flattened."""
+    """The objects of one YAML/JSON text (:func:`trainjob.api.load.yaml_documents`)."""
     try:
-        docs = [d for d in load.yaml_documents(text) if d is not None]
+        return load.yaml_documents(text)
     except yaml.YAMLError as e:
         raise TrainJobError(f"error parsing {source}: {_yaml_problem(e)}") from None
     except RecursionError:
         raise TrainJobError(f"error parsing {source}: yaml: nested too deeply") from None
-    flat: list[Any] = []
-    for d in docs:
-        if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
-            flat.extend(d["items"])
-        elif isinstance(d, list):
-            flat.extend(d)
-        else:
-            flat.append(d)
-    return flat
 
 
 def _yaml_problem(e: yaml.YAMLError) -> str:
@@ -114,7 +105,7 @@ def parse(doc: Any, source: str) -> load.Manifest:
     if missing:
         detail = missing[0] if len(missing) == 1 else "[" + ", ".join(missing) + "]"
         raise TrainJobError(f'error validating "{source}": error validating data: {detail}')
-    if kind not in load.KINDS or api_version != _api_version(kind):
+    if not isinstance(kind, str) or kind not in load.KINDS or api_version != _api_version(kind):
         raise TrainJobError(
             f'unable to recognize "{source}": no matches for kind "{kind}" in version '
             f'"{api_version}"'
@@ -122,8 +113,9 @@ def parse(doc: Any, source: str) -> load.Manifest:
     return load.parse(doc, source)
 
 
-def _api_version(kind: Any) -> str:
-    return "jobset.x-k8s.io/v1alpha2" if kind == "JobSet" else c.API_VERSION
+def _api_version(kind: str) -> str:
+    """The apiVersion trainjob serves ``kind`` in (its model's default)."""
+    return str(load.KINDS[kind].model_fields["api_version"].default)
 
 
 def _json_type(value: Any) -> str:
