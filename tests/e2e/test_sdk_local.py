@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from tests.e2e import sdk_funcs as f
+
 from trainjob import (
     CustomTrainer,
     Labels,
@@ -28,13 +28,27 @@ PLAIN = {
     "metadata": {"name": "plain-python", "labels": {"trainer.kubeflow.org/framework": "python"}},
     "spec": {
         "mlPolicy": {"numNodes": 1},
-        "template": {"spec": {"replicatedJobs": [{
-            "name": "node",
-            "template": {
-                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "python:3.11"}]}}},
-            },
-        }]}},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {
+                                "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                            },
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "containers": [{"name": "node", "image": "python:3.11"}]
+                                    }
+                                }
+                            },
+                        },
+                    }
+                ]
+            }
+        },
     },
 }
 
@@ -43,7 +57,9 @@ PLAIN = {
 def client(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    c = TrainerClient(LocalBackendConfig(home=tmp_path / "home", cwd=str(work), env={"B": "from-config"}))
+    c = TrainerClient(
+        LocalBackendConfig(home=tmp_path / "home", cwd=str(work), env={"B": "from-config"})
+    )
     c.backend.executor.apply_runtime(parse(PLAIN))  # type: ignore[attr-defined]
     yield c
     for job in c.list_jobs():
@@ -62,15 +78,21 @@ def test_runtimes_are_listed_and_read(client):
 def test_two_node_custom_trainer_runs_torch_distributed(client):
     name = client.train(
         runtime="torch-distributed",
-        trainer=CustomTrainer(func=f.ddp_all_reduce, func_args={"epochs": 2}, num_nodes=2,
-                              resources_per_node={"cpu": 1}, env={"MYENV": "a b"}),
+        trainer=CustomTrainer(
+            func=f.ddp_all_reduce,
+            func_args={"epochs": 2},
+            num_nodes=2,
+            resources_per_node={"cpu": 1},
+            env={"MYENV": "a b"},
+        ),
     )
     assert len(name) == 12
     job = client.wait_for_job_status(name, timeout=300, polling_interval=1)
     assert job.status == "Complete"
     assert job.num_nodes == 2
     assert [(s.name, s.status, s.device) for s in job.steps] == [
-        ("node-0", "Succeeded", "cpu"), ("node-1", "Succeeded", "cpu"),
+        ("node-0", "Succeeded", "cpu"),
+        ("node-1", "Succeeded", "cpu"),
     ]
     assert "rank 0/2 sum=3.0 epochs=2" in list(client.get_job_logs(name))
     node1 = list(client.get_job_logs(name, step="node-1"))
@@ -82,8 +104,10 @@ def test_two_node_custom_trainer_runs_torch_distributed(client):
 
 
 def test_follow_yields_lines_as_they_are_written(client):
-    name = client.train(runtime="plain-python",
-                        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 3, "pause": 1.5}))
+    name = client.train(
+        runtime="plain-python",
+        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 3, "pause": 1.5}),
+    )
     arrivals = []
     for line in client.get_job_logs(name, follow=True):
         arrivals.append((time.time(), line))
@@ -102,30 +126,38 @@ def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client):
     with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
         client.wait_for_job_status(name, timeout=300, polling_interval=1)
     assert time.time() - start < 60
-    assert client.wait_for_job_status(name, {"Failed"}, timeout=10, polling_interval=1).status == "Failed"
+    assert (
+        client.wait_for_job_status(name, {"Failed"}, timeout=10, polling_interval=1).status
+        == "Failed"
+    )
     assert [(j.name, j.status) for j in client.list_jobs()] == [(name, "Failed")]
     assert any("boom: training failed on purpose" in ln for ln in client.get_job_logs(name))
 
 
 def test_env_is_merged_into_the_environment_and_config_env_is_overridden(client):
-    name = client.train(runtime="plain-python",
-                        trainer=CustomTrainer(func=f.env_dump, env={"A": "from-trainer"}))
+    name = client.train(
+        runtime="plain-python", trainer=CustomTrainer(func=f.env_dump, env={"A": "from-trainer"})
+    )
     client.wait_for_job_status(name, timeout=120, polling_interval=1)
     assert list(client.get_job_logs(name)) == ["PATH set=True", "A=from-trainer B=from-config"]
 
 
 def test_hostile_arguments_reach_the_function_unchanged_and_touch_nothing(client, tmp_path):
     hostile = "\"; touch pwned; echo '$(touch pwned2)' `touch pwned3` #"
-    name = client.train(runtime="plain-python",
-                        trainer=CustomTrainer(func=f.hello, func_args={"message": hostile}))
+    name = client.train(
+        runtime="plain-python", trainer=CustomTrainer(func=f.hello, func_args={"message": hostile})
+    )
     client.wait_for_job_status(name, timeout=120, polling_interval=1)
     assert list(client.get_job_logs(name)) == [f"message={hostile}", "cwd_files=[]"]
     assert list((tmp_path / "work").iterdir()) == []
 
 
 def test_options_name_and_labels_and_waiting_for_running(client):
-    name = client.train(runtime="plain-python", options=[Name("my-named-job"), Labels({"team": "ml"})],
-                        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 4, "pause": 1.0}))
+    name = client.train(
+        runtime="plain-python",
+        options=[Name("my-named-job"), Labels({"team": "ml"})],
+        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 4, "pause": 1.0}),
+    )
     assert name == "my-named-job"
     assert client.backend.executor.get(name).metadata.labels == {"team": "ml"}  # type: ignore[attr-defined]
     running = client.wait_for_job_status(name, {"Running"}, timeout=60, polling_interval=1)

@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from trainjob import catalog
 from trainjob.api import constants as c
@@ -280,6 +281,33 @@ class LocalExecutor:
         """``state`` of every stored job (without pods), oldest first, in one query."""
         return [_state(r, ()) for r in self._rows(namespace)]
 
+    def summaries(
+        self, namespace: str | None = None
+    ) -> builtins.list[tuple[JobState, dict[str, Any]]]:
+        """Every job's state (with pods) and TrainJob (without ``spec.trainer.command``/``args``),
+        oldest first, in two queries: for listing many jobs (``TrainerClient.list_jobs``)."""
+        by_job: dict[tuple[str, str, str], builtins.list[PodState]] = {}
+        for p in self.store.pods_in(namespace):
+            by_job.setdefault((p.namespace, p.name, p.uid), []).append(_pod_state(p))
+        out = []
+        for r in self.store.job_summaries(namespace):
+            ns, name, uid, created, phase, reason, message, started, completed, restarts, tj = r
+            if phase in _LIVE:
+                row = self.store.job(ns, name)
+                if row is None or row.uid != uid:
+                    continue
+                row = self._check_alive(row)
+                if row.phase != phase:  # its supervisor died: read it again
+                    out.append((self.state(name, ns), json.loads(tj)))
+                    continue
+            state = JobState(
+                name=name, namespace=ns, phase=phase, created=created, started=started,
+                completed=completed, restarts=restarts, reason=reason, message=message,
+                pods=tuple(by_job.get((ns, name, uid), ())),
+            )  # fmt: skip
+            out.append((state, json.loads(tj)))
+        return out
+
     def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> builtins.list[Event]:
         """The job's events, oldest first."""
         row = self._row(name, namespace)
@@ -506,6 +534,21 @@ def _read(path: Path) -> Iterator[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return iter(lines)
+
+
+def _pod_state(p: PodRow) -> PodState:
+    return PodState(
+        job=p.job,
+        index=p.idx,
+        name=p.pod_name,
+        phase=p.phase,
+        exit_code=p.exit_code,
+        started=p.started,
+        finished=p.finished,
+        restarts=p.restarts,
+        job_index=p.job_index,
+        message=p.message,
+    )
 
 
 def _state(row: JobRow, pod_states: tuple[PodState, ...]) -> JobState:

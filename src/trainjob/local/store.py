@@ -161,6 +161,10 @@ class EventRow:
 
 
 _JOB_COLS = [f.name for f in fields(JobRow)]
+SUMMARY_COLS = (
+    "namespace", "name", "uid", "created", "phase", "reason", "message", "started",
+    "completed", "restarts", "trainjob",
+)  # fmt: skip
 _POD_COLS = [f.name for f in fields(PodRow)]
 _EVENT_COLS = [f.name for f in fields(EventRow)]
 
@@ -328,6 +332,28 @@ class Store:
             (namespace, name),
         )
         return [PodRow(*r) for r in cur]
+
+    def pods_in(self, namespace: str | None = None) -> list[PodRow]:
+        """Every pod row (of ``namespace``, or all) in one query, for listings of many jobs."""
+        sql = f"SELECT {', '.join(_POD_COLS)} FROM pods"
+        args: tuple[str, ...] = ()
+        if namespace is not None:
+            sql += " WHERE namespace = ?"
+            args = (namespace,)
+        return [PodRow(*r) for r in self._db.execute(sql + " ORDER BY rowid", args)]
+
+    def job_summaries(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
+        """For listings: ``SUMMARY_COLS`` of every job, oldest first, without the big JSON
+        columns; ``trainjob`` is the TrainJob without ``spec.trainer.command``/``args``."""
+        sql = (
+            f"SELECT {', '.join(SUMMARY_COLS[:-1])}, json_remove(trainjob, "
+            "'$.spec.trainer.command', '$.spec.trainer.args') FROM jobs"
+        )
+        args: tuple[str, ...] = ()
+        if namespace is not None:
+            sql += " WHERE namespace = ?"
+            args = (namespace,)
+        return list(self._db.execute(sql + " ORDER BY created_ts, namespace, name", args))
 
     # -- events -------------------------------------------------------------------------------
 

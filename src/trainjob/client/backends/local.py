@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from trainjob.api.trainer import TrainJob as TrainJobModel
 from trainjob.client import builder, runtimes, status, types
 from trainjob.client import constants as c
 from trainjob.client.backends.base import RuntimeBackend, print_packages
@@ -137,41 +136,27 @@ class LocalBackend(RuntimeBackend):
             state = self.executor.state(name, self.namespace)
         except NotFoundError as e:
             raise self._not_found(name, e) from e
-        return self._to_sdk(tj, state, {})
+        return self._to_sdk(tj.to_dict(), state, {})
 
     def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
+        """Two store queries for any number of jobs (``LocalExecutor.summaries``)."""
         cache: dict[str, types.Runtime] = {}
         out = []
-        states = {s.name: s for s in self._states_with_pods()}
-        for tj in self.executor.list(self.namespace):
-            if runtime is not None and tj.spec.runtime_ref.name != runtime.name:
+        for state, tj in self.executor.summaries(self.namespace):
+            ref = (tj.get("spec") or {}).get("runtimeRef") or {}
+            if runtime is not None and ref.get("name") != runtime.name:
                 continue
-            state = states.get(tj.metadata.name or "")
-            if state is None:
-                continue  # deleted between the two reads
             out.append(self._to_sdk(tj, state, cache))
         return out
 
-    def _states_with_pods(self) -> list[Any]:
-        states = getattr(self.executor, "states_with_pods", None)
-        if states is not None:
-            return list(states(self.namespace))
-        out = []
-        for s in self.executor.states(self.namespace):
-            try:
-                out.append(self.executor.state(s.name, self.namespace))
-            except NotFoundError:
-                continue
-        return out
-
-    def _runtime_of(self, tj: TrainJobModel, cache: dict[str, types.Runtime]) -> types.Runtime:
-        ref = tj.spec.runtime_ref
-        key = f"{ref.kind}/{ref.name}"
+    def _runtime_of(self, ref: dict[str, Any], cache: dict[str, types.Runtime]) -> types.Runtime:
+        kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME_KIND
+        name = str(ref.get("name") or "")
+        key = f"{kind}/{name}"
         if key not in cache:
             try:
-                kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
                 ns = self.namespace if kind == c.TRAINING_RUNTIME_KIND else None
-                cr = self.executor.get_runtime(ref.name, kind=kind, namespace=ns)
+                cr = self.executor.get_runtime(name, kind=kind, namespace=ns)
                 cache[key] = runtimes.runtime_from_cr(cr.to_dict())
             except (NotFoundError, ValueError):
                 trainer = types.RuntimeTrainer(
@@ -179,30 +164,26 @@ class LocalBackend(RuntimeBackend):
                     framework=c.UNKNOWN,
                     image=c.UNKNOWN,
                 )
-                cache[key] = types.Runtime(name=ref.name, trainer=trainer)
+                cache[key] = types.Runtime(name=name, trainer=trainer)
         return cache[key]
 
     def _to_sdk(
-        self, tj: TrainJobModel, state: Any, cache: dict[str, types.Runtime]
+        self, tj: dict[str, Any], state: Any, cache: dict[str, types.Runtime]
     ) -> types.TrainJob:
-        rt = self._runtime_of(tj, cache)
-        trainer = tj.spec.trainer
-        num_nodes = (trainer.num_nodes if trainer and trainer.num_nodes else None) or (
-            rt.trainer.num_nodes
-        )
-        devices = None
-        if trainer and trainer.resources_per_node:
-            devices = runtimes.container_devices(trainer.resources_per_node.to_dict())
+        spec = tj.get("spec") or {}
+        rt = self._runtime_of(spec.get("runtimeRef") or {}, cache)
+        trainer = spec.get("trainer") or {}
+        num_nodes = int(trainer.get("numNodes") or rt.trainer.num_nodes)
+        devices = runtimes.container_devices(trainer.get("resourcesPerNode"))
         steps = self._steps(state, devices, rt)
         if state.phase in (c.TRAINJOB_COMPLETE, c.TRAINJOB_FAILED):
             job_status = state.phase
         else:
-            conditions = (
-                [{"type": "Suspended", "status": "True"}] if state.phase == "Suspended" else []
-            )
+            suspended = state.phase == "Suspended"
+            conditions = [{"type": "Suspended", "status": "True"}] if suspended else []
             job_status = status.job_status(conditions, steps, num_nodes)
         return types.TrainJob(
-            name=tj.metadata.name or state.name,
+            name=str((tj.get("metadata") or {}).get("name") or state.name),
             runtime=rt,
             steps=steps,
             num_nodes=num_nodes,
@@ -214,26 +195,27 @@ class LocalBackend(RuntimeBackend):
         self, state: Any, devices: tuple[str, str] | None, rt: types.Runtime
     ) -> list[types.Step]:
         has_launcher = any(p.job == c.LAUNCHER for p in state.pods)
-        steps = []
-        for pod in sorted(state.pods, key=lambda p: (p.job, p.job_index, p.index)):
-            if pod.job in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
-                steps.append(types.Step(name=pod.job, status=pod.phase, pod_name=pod.name))
+        device = devices or (
+            (rt.trainer.device, c.UNKNOWN) if rt.trainer.device != c.UNKNOWN else None
+        )
+        keyed: list[tuple[int, int, types.Step]] = []
+        for pod in state.pods:
+            if pod.job == c.DATASET_INITIALIZER or pod.job == c.MODEL_INITIALIZER:
+                order = 0 if pod.job == c.DATASET_INITIALIZER else 1
+                keyed.append((order, 0, types.Step(pod.job, pod.phase, pod.name)))
                 continue
             if pod.job == c.LAUNCHER:
-                name = f"{c.NODE}-0"
+                index = 0
             elif pod.job == c.NODE:
-                name = f"{c.NODE}-{pod.index + 1 if has_launcher else pod.index}"
+                index = pod.index + 1 if has_launcher else pod.index
             else:
                 continue
-            step = types.Step(name=name, status=pod.phase, pod_name=pod.name)
-            if devices:
-                step.device, step.device_count = devices
-            elif rt.trainer.device != c.UNKNOWN:
-                step.device = rt.trainer.device
-            steps.append(step)
-        order = {c.DATASET_INITIALIZER: 0, c.MODEL_INITIALIZER: 1}
-        steps.sort(key=lambda s: (order.get(s.name, 2), _node_index(s.name)))
-        return steps
+            step = types.Step(f"{c.NODE}-{index}", pod.phase, pod.name)
+            if device:
+                step.device, step.device_count = device
+            keyed.append((2, index, step))
+        keyed.sort(key=lambda k: (k[0], k[1]))
+        return [k[2] for k in keyed]
 
     def _pod_of_step(self, name: str, step: str) -> tuple[str, int]:
         if step in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
@@ -285,8 +267,3 @@ class LocalBackend(RuntimeBackend):
         except NotFoundError as e:
             raise self._not_found(name, e) from e
         logger.debug("TrainJob %s/%s has been deleted", self.namespace, name)
-
-
-def _node_index(step: str) -> int:
-    m = _NODE_STEP.match(step)
-    return int(m.group(1)) if m else -1
