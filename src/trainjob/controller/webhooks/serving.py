@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
+# Dev mode only: namespaces labelled ``trainjob.dev/webhooks=disabled`` bypass the webhooks (tests
+# use it to create TrainJobs whose runtime does not exist yet, as a cluster without webhooks would).
+DEV_NAMESPACE_OPT_OUT = "trainjob.dev/webhooks"
 DEV_MUTATING = "trainjob-dev-mutating-webhook-configuration"
 DEV_VALIDATING = "trainjob-dev-validating-webhook-configuration"
 MUTATING = "trainjob-mutating-webhook-configuration"
@@ -75,6 +78,7 @@ def configurations(
     service: Obj | None = None,
     mutating_name: str = MUTATING,
     validating_name: str = VALIDATING,
+    namespace_selector: Obj | None = None,
 ) -> tuple[Obj, Obj]:
     """The Mutating- and ValidatingWebhookConfiguration for :data:`admission.WEBHOOKS`."""
     hooks: dict[bool, list[Obj]] = {True: [], False: []}
@@ -95,6 +99,8 @@ def configurations(
                 }
             ],
         }
+        if namespace_selector is not None:
+            hook["namespaceSelector"] = namespace_selector
         if wh.plural != "trainjobs":
             hook["objectSelector"] = {
                 "matchExpressions": [
@@ -186,6 +192,11 @@ class WebhookServer:
             url_base=f"https://{url_host}:{self.port}",
             mutating_name=DEV_MUTATING,
             validating_name=DEV_VALIDATING,
+            namespace_selector={
+                "matchExpressions": [
+                    {"key": DEV_NAMESPACE_OPT_OUT, "operator": "NotIn", "values": ["disabled"]}
+                ]
+            },
         )
         for obj in (mutating, validating):
             applied = self.client.apply(obj)
