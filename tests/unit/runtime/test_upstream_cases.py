@@ -30,6 +30,7 @@ import pytest
 from trainjob.api import constants as c
 from trainjob.api.load import parse
 from trainjob.api.trainer import TrainingRuntime, TrainJob
+from trainjob.api.validation import validate_runtime
 from trainjob.errors import FieldError
 from trainjob.runtime import compile, validate
 from trainjob.runtime.compiler import build_info
@@ -1281,3 +1282,100 @@ def test_validate_pod_template_override_mutation(
     assert all(
         err.field == "spec.podTemplateOverrides" and err.type.value == "Forbidden" for err in errors
     )
+
+
+# -- TestValidateReplicatedJobs (runtime webhooks) ------------------------------------------------
+
+
+def _launcher_first_of_node(jobs: list[Obj]) -> list[Obj]:
+    """``LauncherReplica()``: a ``launcher`` job without ancestor label, just before ``node``."""
+    launcher = {
+        "name": c.JOB_LAUNCHER,
+        "template": {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": c.CONTAINER_NODE, "command": ["mpirun"], "args": ["echo.sh"]}
+                        ]
+                    }
+                }
+            }
+        },
+    }
+    return [*jobs[:2], launcher, jobs[2]]
+
+
+def _replicas(jobs: list[Obj], n: int) -> list[Obj]:
+    for rj in jobs:
+        rj["replicas"] = n
+    return jobs
+
+
+def _ancestor(jobs: list[Obj], value: str) -> list[Obj]:
+    for rj in jobs:
+        rj["template"]["metadata"]["labels"][c.LABEL_ANCESTOR] = value
+    return jobs
+
+
+def _replace_containers(jobs: list[Obj]) -> list[Obj]:
+    for rj in jobs:
+        rj["template"]["spec"]["template"]["spec"]["containers"] = [
+            {"name": "test", "image": "test"}
+        ]
+    return jobs
+
+
+RJOBS = "spec.template.spec.replicatedJobs"
+CONTAINERS = "template.spec.template.spec.containers"
+
+REPLICATED_JOBS_CASES = [
+    pytest.param(
+        _replicas(_launcher_first_of_node(upstream_jobs()), 1), [], id="valid replicatedJobs"
+    ),
+    pytest.param(
+        _replicas(_ancestor(upstream_jobs(), "user-specified"), 2),
+        [],
+        id="valid replicatedJobs with unknown user-specified ancestor",
+    ),
+    pytest.param(
+        _replicas(_launcher_first_of_node(upstream_jobs()), 2),
+        [
+            (f"{RJOBS}[0].replicas", "always must be 1"),
+            (f"{RJOBS}[1].replicas", "always must be 1"),
+            (f"{RJOBS}[3].replicas", "always must be 1"),
+        ],
+        id="invalid replicas",
+    ),
+    pytest.param(
+        _replace_containers(_replicas(upstream_jobs(), 1)),
+        [
+            (
+                f"{RJOBS}[{i}].{CONTAINERS}",
+                f"must contain the required container for the ancestor: {a}",
+            )
+            for i, a in enumerate(
+                (c.ANCESTOR_DATASET_INITIALIZER, c.ANCESTOR_MODEL_INITIALIZER, c.ANCESTOR_TRAINER)
+            )
+        ],
+        id="missing required container in replicatedJobs",
+    ),
+]
+
+
+@pytest.mark.parametrize(("jobs", "want"), REPLICATED_JOBS_CASES)
+def test_runtime_replicated_jobs(jobs: list[Obj], want: list[tuple[str, str]]) -> None:
+    errors = validate_runtime(upstream_runtime(jobs, ml_policy={"numNodes": 1}))
+    assert [(err.field, err.detail) for err in errors] == want
+
+
+def test_cluster_training_runtime_builds_the_same_jobset() -> None:
+    """clustertrainingruntime_test.go: the same cases through a ClusterTrainingRuntime."""
+    rt, tj, want = case_plainml_container_from_trainjob()
+    doc = rt.to_dict()
+    doc["kind"] = c.CLUSTER_TRAINING_RUNTIME_KIND
+    del doc["metadata"]["namespace"]
+    ctr = parse(doc)
+    ref = tj.spec.runtime_ref.model_copy(update={"kind": c.CLUSTER_TRAINING_RUNTIME_KIND})
+    tj = tj.model_copy(update={"spec": tj.spec.model_copy(update={"runtime_ref": ref})})
+    assert compile(tj, ctr).jobset == want  # type: ignore[arg-type]
