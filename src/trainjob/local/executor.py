@@ -236,11 +236,10 @@ class LocalExecutor:
         )
 
     def _trainjob(self, row: JobRow) -> TrainJob:
-        data = row.trainjob_dict()
-        job_status = row.status_dict()
-        if job_status:
-            data["status"] = job_status
-        return TrainJob.model_validate(data)
+        text = row.trainjob
+        if row.status not in ("{}", ""):
+            text = text[: text.rindex("}")] + ', "status": ' + row.status + "}"
+        return TrainJob.model_validate_json(text)
 
     def get(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """The stored TrainJob with its status (conditions, jobsStatus) as the cluster shows it."""
@@ -270,7 +269,7 @@ class LocalExecutor:
         )
 
     def _rows(self, namespace: str | None) -> builtins.list[JobRow]:
-        rows = self.store.jobs(namespace)
+        rows = self.store.jobs(namespace, light=True)
         return [self._check_alive(r) if r.phase in _LIVE else r for r in rows]
 
     def list(self, namespace: str | None = None) -> builtins.list[TrainJob]:

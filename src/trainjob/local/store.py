@@ -236,8 +236,10 @@ class Store:
         r = cur.fetchone()
         return JobRow(*r) if r else None
 
-    def jobs(self, namespace: str | None = None) -> list[JobRow]:
-        sql = f"SELECT {', '.join(_JOB_COLS)} FROM jobs"
+    def jobs(self, namespace: str | None = None, *, light: bool = False) -> list[JobRow]:
+        """Jobs oldest first; ``light`` leaves out the (large) runtime and plan columns."""
+        cols = [f"'' AS {c}" if light and c in ("runtime", "plan") else c for c in _JOB_COLS]
+        sql = f"SELECT {', '.join(cols)} FROM jobs"
         args: tuple[str, ...] = ()
         if namespace is not None:
             sql += " WHERE namespace = ?"
