@@ -15,5 +15,7 @@ if .venv/bin/python -c "import trainjob.api.crd" 2>/dev/null; then
   echo "==> CRDs up to date"
   .venv/bin/python -m trainjob.api.crd --check
 fi
+echo "==> test control plane (etcd + kube-apiserver from Go modules; cached after the first build)"
+bash hack/build-control-plane.sh
 echo "==> pytest"
 .venv/bin/pytest -q "$@"
