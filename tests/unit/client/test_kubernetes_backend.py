@@ -315,3 +315,22 @@ def test_an_apiserver_timeout_is_a_timeout_error():
     be = KubernetesBackend(connection=conn, transport=httpx.MockTransport(slow))
     with pytest.raises(TimeoutError, match="Timeout to get TrainJob: default/j"):
         be.get_job("j")
+
+
+def test_too_many_requests_is_retried_as_client_go_does():
+    server = FakeApiserver()
+    server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1)
+    busy = {"left": 2}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if busy["left"] and request.url.path.endswith("/trainjobs/j"):
+            busy["left"] -= 1
+            return httpx.Response(
+                429, headers={"Retry-After": "0"}, json={"message": "storage is (re)initializing"}
+            )
+        return server(request)
+
+    conn = kubeconfig.Connection(server="https://k8s.example", namespace="team")
+    be = KubernetesBackend(connection=conn, transport=httpx.MockTransport(handler))
+    assert be.get_job("j").name == "j"
+    assert busy["left"] == 0

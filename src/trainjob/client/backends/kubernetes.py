@@ -38,6 +38,15 @@ logger = logging.getLogger(__name__)
 API = f"/apis/{c.GROUP}/{c.VERSION}"
 _NODE_STEP = re.compile(r"^node-(\d+)$")
 _STEP_JOBS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.LAUNCHER, c.NODE)
+_RETRIES = 10
+
+
+def _retry_delay(retry_after: str | None, attempt: int) -> float:
+    try:
+        seconds = float(retry_after) if retry_after else 0.0
+    except ValueError:
+        seconds = 0.0
+    return min(max(seconds, 0.1 * 2.0**attempt), 2.0)
 
 
 class ApiError(RuntimeError):
@@ -76,12 +85,22 @@ class KubernetesBackend(RuntimeBackend):
     # -- HTTP ---------------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, what: str, **kw: Any) -> Any:
-        try:
-            resp = self.http.request(method, path, headers=self.conn.auth_headers(), **kw)
-        except httpx.TimeoutException as e:
-            raise TimeoutError(f"Timeout to {what}") from e
-        except httpx.HTTPError as e:
-            raise RuntimeError(f"Failed to {what}: {e}") from e
+        for attempt in range(_RETRIES + 1):
+            try:
+                resp = self.http.request(method, path, headers=self.conn.auth_headers(), **kw)
+            except httpx.TimeoutException as e:
+                raise TimeoutError(f"Timeout to {what}") from e
+            except httpx.HTTPError as e:
+                raise RuntimeError(f"Failed to {what}: {e}") from e
+            # 429 (and 503 with Retry-After): the apiserver did not process it; retry as
+            # client-go does, honouring Retry-After.
+            retry_after = resp.headers.get("Retry-After")
+            if attempt < _RETRIES and (
+                resp.status_code == 429 or (resp.status_code == 503 and retry_after)
+            ):
+                time.sleep(_retry_delay(retry_after, attempt))
+                continue
+            break
         if resp.status_code >= 400:
             raise ApiError(f"Failed to {what}: {_message(resp)}", resp.status_code)
         return resp.json() if resp.content else {}
