@@ -1379,3 +1379,24 @@ def test_cluster_training_runtime_builds_the_same_jobset() -> None:
     ref = tj.spec.runtime_ref.model_copy(update={"kind": c.CLUSTER_TRAINING_RUNTIME_KIND})
     tj = tj.model_copy(update={"spec": tj.spec.model_copy(update={"runtime_ref": ref})})
     assert compile(tj, ctr).jobset == want  # type: ignore[arg-type]
+
+
+def test_scheduler_pod_labels_and_annotations_go_on_every_pod_template() -> None:
+    """The builder's ``PodLabels``/``PodAnnotations``: merged into each job's pod template."""
+    jobs = _node_only_runtime()
+    _pod(jobs, c.JOB_NODE)["metadata"] = {"labels": {"app": "x"}, "annotations": {"a": "1"}}
+    tj = upstream_trainjob()
+    info = build_info(tj, upstream_runtime(jobs, ml_policy={"numNodes": 1}))
+    info.pod_labels = {"scheduling.x-k8s.io/pod-group": "test-job"}
+    info.pod_annotations = {"scheduling.k8s.io/group-name": "test-job"}
+    JobSet().pre_build(info, tj)
+    (js,) = JobSet().build(info, tj, None)
+    metas = [rj["template"]["spec"]["template"]["metadata"] for rj in js["spec"]["replicatedJobs"]]
+    assert metas[2] == {
+        "labels": {"app": "x", "scheduling.x-k8s.io/pod-group": "test-job"},
+        "annotations": {"a": "1", "scheduling.k8s.io/group-name": "test-job"},
+    }
+    assert metas[0] == {
+        "labels": {"scheduling.x-k8s.io/pod-group": "test-job"},
+        "annotations": {"scheduling.k8s.io/group-name": "test-job"},
+    }
