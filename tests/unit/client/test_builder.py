@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -686,5 +687,43 @@ def test_runtime_devices_multiply_by_nodes_and_mpi_overrides_the_count():
 def test_a_runtime_without_framework_label_is_refused():
     cr = builtin_runtimes()["torch-distributed"].to_dict()
     del cr["metadata"]["labels"]
-    with pytest.raises(ValueError, match=re.escape("must have trainer.kubeflow.org/framework label")):
+    with pytest.raises(
+        ValueError, match=re.escape("must have trainer.kubeflow.org/framework label")
+    ):
         runtimes.runtime_from_cr(cr)
+
+
+@pytest.mark.parametrize("name", sorted(builtin_runtimes()))
+def test_every_builtin_runtime_compiles_the_trainjob_the_sdk_builds_for_it(name):
+    from trainjob.runtime import compile
+
+    cr = builtin_runtimes()[name]
+    rt = runtimes.runtime_from_cr(cr.to_dict())
+    init = None
+    if rt.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
+        trainer: Any = types.BuiltinTrainer(
+            types.TorchTuneConfig(
+                num_nodes=1,
+                batch_size=2,
+                dtype=types.DataType.BF16,
+                peft_config=types.LoraConfig(lora_rank=4),
+                dataset_preprocess_config=types.TorchTuneInstructDataset(
+                    source=types.DataFormat.JSON
+                ),
+            )
+        )
+        init = types.Initializer(
+            dataset=types.HuggingFaceDatasetInitializer(
+                storage_uri="hf://tatsu-lab/alpaca/data.json"
+            ),
+            model=types.HuggingFaceModelInitializer(
+                storage_uri="hf://meta-llama/Llama-3.2-1B-Instruct"
+            ),
+        )
+    else:
+        trainer = types.CustomTrainer(
+            func=s.train_plain, num_nodes=2, resources_per_node={"cpu": 1}
+        )
+    job = builder.build(rt, init, trainer, namespace="default")
+    plan = compile(builder.model(job), cr)
+    assert plan.objects
