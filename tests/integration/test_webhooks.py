@@ -1,0 +1,180 @@
+"""The admission webhooks, called by the real apiserver (registered on loopback with our CA):
+refusals carry upstream's messages as the apiserver relays them, and the mutating webhook stamps
+runtime patches and translates v2.0/v2.1 fields."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from tests.integration.controller_harness import Controller, builtin_runtime, trainjob
+
+from trainjob.kube import Client
+from trainjob.kube import resources as r
+from trainjob.kube.errors import ApiError, Forbidden
+
+pytest_plugins = ["tests.integration.controller_fixtures"]
+pytestmark = pytest.mark.integration
+Obj = dict[str, Any]
+
+DENIED = 'admission webhook "{hook}" denied the request: '
+TRAINJOB_HOOK = DENIED.format(hook="validator.trainjob.trainer.kubeflow.org")
+
+
+def refused(fn: Any) -> ApiError:
+    with pytest.raises(ApiError) as info:
+        fn()
+    return info.value
+
+
+def namespaced_runtime(namespace: str, name: str = "rt", **changes: Any) -> Obj:
+    rt = builtin_runtime("torch-distributed")
+    rt["kind"] = "TrainingRuntime"
+    rt["metadata"] = {"name": name, "namespace": namespace, **changes.pop("metadata", {})}
+    return rt
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            {"runtimeRef": {"name": "nope"}},
+            'spec.RuntimeRef: Invalid value: {"apiGroup":"trainer.kubeflow.org",'
+            '"kind":"ClusterTrainingRuntime","name":"nope"}: clustertrainingruntimes.trainer.kubeflow.org '
+            '"nope" not found: specified clusterTrainingRuntime must be created before the TrainJob is '
+            "created",
+            id="a missing ClusterTrainingRuntime",
+        ),
+        pytest.param(
+            {"runtimeRef": {"name": "nope", "kind": "TrainingRuntime"}},
+            'spec.runtimeRef: Invalid value: {"apiGroup":"trainer.kubeflow.org",'
+            '"kind":"TrainingRuntime","name":"nope"}: trainingruntimes.trainer.kubeflow.org "nope" not '
+            "found: specified trainingRuntime must be created before the TrainJob is created",
+            id="a missing TrainingRuntime",
+        ),
+        pytest.param(
+            {
+                "runtimeRef": {"name": "torch-distributed"},
+                "trainer": {"env": [{"name": "PET_NODE_RANK", "value": "1"}]},
+            },
+            'spec.trainer.env: Invalid value: [{"name":"PET_NODE_RANK","value":"1"}]: must not have '
+            "reserved envs, invalid envs configured: [PET_NODE_RANK]",
+            id="a reserved torch env",
+        ),
+        pytest.param(
+            {
+                "runtimeRef": {"name": "torch-distributed"},
+                "initializer": {"dataset": {"storageUri": "hf://a/b"}},
+                "trainer": {"env": [{"name": "PET_NNODES", "value": "1"}]},
+            },
+            None,
+            id="several errors are bracketed",
+        ),
+    ],
+)
+def test_invalid_trainjobs_are_refused_with_upstream_messages(
+    kube: Client, controller: Controller, namespace: str, body: Obj, message: str | None
+) -> None:
+    obj = trainjob("bad", namespace)
+    obj["spec"] = body
+    err = refused(lambda: kube.create(r.TRAINJOBS, obj))
+    assert isinstance(err, Forbidden) and err.status == 403
+    assert err.message.startswith(TRAINJOB_HOOK)
+    if message is not None:
+        assert err.message == TRAINJOB_HOOK + message
+    else:
+        rest = err.message[len(TRAINJOB_HOOK) :]
+        assert rest.startswith("[") and rest.endswith("]") and rest.count("Invalid value") == 2
+        assert "must have dataset-initializer job" in rest and "PET_NNODES" in rest
+    assert err.causes, "the Status names the fields"
+    assert kube.get_or_none(r.TRAINJOBS, "bad", namespace) is None
+
+
+def test_a_training_runtime_with_two_trainer_replicas_is_refused(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    rt = namespaced_runtime(namespace)
+    rt["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 2
+    err = refused(lambda: kube.create(r.TRAINING_RUNTIMES, rt))
+    assert err.message == (
+        DENIED.format(hook="validator.trainingruntime.trainer.kubeflow.org")
+        + "spec.template.spec.replicatedJobs[0].replicas: Invalid value: 2: always must be 1"
+    )
+
+
+def test_a_cluster_runtime_without_the_node_container_is_refused(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    rt = builtin_runtime("torch-distributed")
+    rt["metadata"] = {"name": f"ctr-{namespace}"}
+    rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]["name"] = "main"
+    err = refused(lambda: kube.create(r.CLUSTER_TRAINING_RUNTIMES, rt))
+    assert err.message.startswith(
+        DENIED.format(hook="validator.clustertrainingruntime.trainer.kubeflow.org")
+        + "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: Invalid value: "
+    )
+    assert err.message.endswith("must contain the required container for the ancestor: trainer")
+
+
+def test_runtimes_labelled_webhook_validation_disabled_skip_the_webhook(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    rt = namespaced_runtime(
+        namespace, metadata={"labels": {"trainer.kubeflow.org/webhook-validation": "disabled"}}
+    )
+    rt["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 2
+    kube.create(r.TRAINING_RUNTIMES, rt)
+    assert (
+        kube.get(r.TRAINING_RUNTIMES, "rt", namespace)["spec"]["template"]["spec"][
+            "replicatedJobs"
+        ][0]["replicas"]
+        == 2
+    )
+
+
+def test_the_mutating_webhook_stamps_patches_and_translates_legacy_fields(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    obj = trainjob(
+        "legacy",
+        namespace,
+        suspend=True,
+        labels={"team": "a"},
+        podTemplateOverrides=[
+            {"targetJobs": [{"name": "node"}], "spec": {"nodeSelector": {"pool": "cpu"}}}
+        ],
+    )
+    created = kube.create(r.TRAINJOBS, obj)
+    spec = created["spec"]
+    assert "labels" not in spec and "podTemplateOverrides" not in spec
+    patches = spec["runtimePatches"]
+    assert [p["manager"] for p in patches] == [
+        "trainer.kubeflow.org/v2.0-metadata",
+        "trainer.kubeflow.org/v2.1-pod-template-overrides",
+    ]
+    assert all(p.get("time") for p in patches)
+    # An update that leaves a patch as it was keeps its time.
+    before = copy.deepcopy(patches)
+    updated = kube.patch(r.TRAINJOBS, "legacy", {"metadata": {"labels": {"x": "y"}}}, namespace)
+    assert updated["spec"]["runtimePatches"] == before
+
+
+def test_runtime_patches_of_a_running_trainjob_cannot_change(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    kube.create(r.TRAINJOBS, trainjob("running", namespace))
+    change = {
+        "spec": {
+            "runtimePatches": [
+                {
+                    "manager": "example.com/late",
+                    "trainingRuntimeSpec": {"template": {"metadata": {"labels": {"a": "b"}}}},
+                }
+            ]
+        }
+    }
+    err = refused(lambda: kube.patch(r.TRAINJOBS, "running", change, namespace))
+    assert "RuntimePatches can only be modified when the TrainJob is suspended" in err.message
