@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from trainjob.client import constants as c
@@ -99,3 +100,14 @@ def wait_for_job_status(
                 f"Timeout waiting for TrainJob {name} to reach status: {status} status"
             )
         sleep(min(polling_interval, left))
+
+
+def parse_time(value: str | None) -> datetime:
+    """An RFC 3339 timestamp (``2025-01-02T03:04:05Z``) as an aware datetime."""
+    if not value:
+        return datetime.fromtimestamp(0, UTC)
+    try:
+        out = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(0, UTC)
+    return out if out.tzinfo else out.replace(tzinfo=UTC)

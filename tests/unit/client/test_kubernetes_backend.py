@@ -334,3 +334,10 @@ def test_too_many_requests_is_retried_as_client_go_does():
     be = KubernetesBackend(connection=conn, transport=httpx.MockTransport(handler))
     assert be.get_job("j").name == "j"
     assert busy["left"] == 0
+
+
+def test_a_job_whose_runtime_was_deleted_is_still_reported():
+    server = FakeApiserver()
+    server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1, runtime="gone")
+    job = backend(server).get_job("j")
+    assert (job.name, job.runtime.name, job.runtime.trainer.framework) == ("j", "gone", "Unknown")

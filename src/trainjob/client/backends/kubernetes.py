@@ -30,8 +30,8 @@ from trainjob.client import builder, runtimes, status, types
 from trainjob.client import constants as c
 from trainjob.client.backends import kubeconfig
 from trainjob.client.backends.base import RuntimeBackend, print_packages
-from trainjob.client.backends.local import parse_time
 from trainjob.client.config import KubernetesBackendConfig
+from trainjob.client.status import parse_time
 
 logger = logging.getLogger(__name__)
 
@@ -239,7 +239,19 @@ class KubernetesBackend(RuntimeBackend):
         key = f"{ref.get('kind')}/{ref.get('name')}"
         if key not in cache:
             kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME_KIND
-            cache[key] = runtimes.runtime_from_cr(self._runtime_cr(str(ref.get("name")), kind))
+            try:
+                cr = self._runtime_cr(str(ref.get("name")), kind)
+                cache[key] = runtimes.runtime_from_cr(cr)
+            except (ApiError, ValueError) as e:
+                if isinstance(e, ApiError) and e.code != 404:
+                    raise
+                # The runtime was deleted or is unusable: still report the job.
+                trainer = types.RuntimeTrainer(
+                    trainer_type=types.TrainerType.CUSTOM_TRAINER,
+                    framework=c.UNKNOWN,
+                    image=c.UNKNOWN,
+                )
+                cache[key] = types.Runtime(name=str(ref.get("name")), trainer=trainer)
         return cache[key]
 
     def _to_sdk(

@@ -12,29 +12,18 @@ import logging
 import os
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from trainjob.client import builder, runtimes, status, types
 from trainjob.client import constants as c
 from trainjob.client.backends.base import RuntimeBackend, print_packages
 from trainjob.client.config import LocalProcessBackendConfig
+from trainjob.client.status import parse_time
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
 
 logger = logging.getLogger(__name__)
 
 _NODE_STEP = re.compile(r"^node-(\d+)$")
-
-
-def parse_time(value: str | None) -> datetime:
-    """An RFC 3339 timestamp (``2025-01-02T03:04:05Z``) as an aware datetime."""
-    if not value:
-        return datetime.fromtimestamp(0, UTC)
-    try:
-        out = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return datetime.fromtimestamp(0, UTC)
-    return out if out.tzinfo else out.replace(tzinfo=UTC)
 
 
 class LocalBackend(RuntimeBackend):
