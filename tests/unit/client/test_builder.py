@@ -727,3 +727,10 @@ def test_every_builtin_runtime_compiles_the_trainjob_the_sdk_builds_for_it(name)
     job = builder.build(rt, init, trainer, namespace="default")
     plan = compile(builder.model(job), cr)
     assert plan.objects
+
+
+def test_a_trainjob_template_unpacks_into_train_arguments():
+    template = types.TrainJobTemplate(
+        trainer=types.CustomTrainer(func=s.train_no_args), runtime="torch"
+    )
+    assert {**template} == {"trainer": template.trainer, "runtime": "torch", "initializer": None}
