@@ -25,6 +25,8 @@ class ApiModel(BaseModel):
         extra="forbid",
         validate_assignment=False,
         ser_json_timedelta="iso8601",
+        # Like the apiserver: "2" is not an integer and "yes" is not a boolean.
+        strict=True,
     )
 
     def to_dict(self) -> dict[str, Any]:
