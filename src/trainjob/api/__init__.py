@@ -4,16 +4,36 @@ Public: users may build TrainJobs and runtimes from these models. They dump to t
 that ``kubectl`` would accept (camelCase, no nulls) via :func:`trainjob.api.base.to_dict`.
 """
 
-from trainjob.api.base import to_dict
-from trainjob.api.jobset import JobSet, JobSetSpec, ReplicatedJob
-from trainjob.api.trainer import (
-    ClusterTrainingRuntime,
-    TrainingRuntime,
-    TrainingRuntimeSpec,
-    TrainJob,
-    TrainJobSpec,
-    TrainJobStatus,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainjob.api.base import to_dict
+    from trainjob.api.jobset import JobSet, JobSetSpec, ReplicatedJob
+    from trainjob.api.trainer import (
+        ClusterTrainingRuntime,
+        TrainingRuntime,
+        TrainingRuntimeSpec,
+        TrainJob,
+        TrainJobSpec,
+        TrainJobStatus,
+    )
+
+# Names are imported on first use, so that ``trainjob.api.constants`` loads without pydantic.
+_EXPORTS = {
+    "to_dict": "trainjob.api.base",
+    "JobSet": "trainjob.api.jobset",
+    "JobSetSpec": "trainjob.api.jobset",
+    "ReplicatedJob": "trainjob.api.jobset",
+    "ClusterTrainingRuntime": "trainjob.api.trainer",
+    "TrainingRuntime": "trainjob.api.trainer",
+    "TrainingRuntimeSpec": "trainjob.api.trainer",
+    "TrainJob": "trainjob.api.trainer",
+    "TrainJobSpec": "trainjob.api.trainer",
+    "TrainJobStatus": "trainjob.api.trainer",
+}
 
 __all__ = [
     "ClusterTrainingRuntime",
@@ -27,3 +47,10 @@ __all__ = [
     "TrainingRuntimeSpec",
     "to_dict",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -2,11 +2,34 @@
 
 ``LocalExecutor`` (:mod:`trainjob.local.executor`) is the entry point; the other modules are its
 parts: ``home`` (directory layout), ``store`` (SQLite), ``pods`` (a Plan's pods as local
-processes: env, endpoints, paths, commands), ``procs`` (spawning, killing, liveness),
-``supervisor`` (the per-job process that runs the JobSet), ``mpi`` (OpenMPI on one host).
+processes: env, endpoints, paths, commands), ``volumes``, ``procs`` (spawning, killing, liveness),
+``podrun`` (one pod's processes), ``status`` (conditions), ``mpi`` (OpenMPI on one host) and
+``supervisor`` (the per-job process that runs the JobSet). Names are imported on first use, so the
+supervisor starts without loading the API models.
 """
 
-from trainjob.local.executor import LocalExecutor
-from trainjob.local.state import Event, JobFailedError, JobState, PodState
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainjob.local.executor import LocalExecutor
+    from trainjob.local.state import Event, JobFailedError, JobState, PodState
+
+_EXPORTS = {
+    "LocalExecutor": "trainjob.local.executor",
+    "Event": "trainjob.local.state",
+    "JobFailedError": "trainjob.local.state",
+    "JobState": "trainjob.local.state",
+    "PodState": "trainjob.local.state",
+}
 
 __all__ = ["Event", "JobFailedError", "JobState", "LocalExecutor", "PodState"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -2,9 +2,32 @@
 
 Pure and deterministic: no I/O, no clock, no randomness. Shared by the local executor, the
 Kubernetes controller and the admission webhooks.
+
+Names are imported on first use, so that ``trainjob.runtime.plan`` (plain dicts) loads without
+the API models (the local supervisor starts faster).
 """
 
-from trainjob.runtime.compiler import CompileOptions, compile, validate
-from trainjob.runtime.plan import Plan
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainjob.runtime.compiler import CompileOptions, compile, validate
+    from trainjob.runtime.plan import Plan
+
+_EXPORTS = {
+    "CompileOptions": "trainjob.runtime.compiler",
+    "compile": "trainjob.runtime.compiler",
+    "validate": "trainjob.runtime.compiler",
+    "Plan": "trainjob.runtime.plan",
+}
 
 __all__ = ["CompileOptions", "Plan", "compile", "validate"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 Obj = dict[str, Any]
 
 
@@ -50,6 +48,8 @@ class Plan:
         return self.of_kind("Secret")
 
     def to_yaml(self) -> str:
+        import yaml  # on first use: the local supervisor reads Plans without YAML
+
         return yaml.safe_dump_all(list(self.objects), sort_keys=False, default_flow_style=False)
 
     def to_json(self) -> str:

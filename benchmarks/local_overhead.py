@@ -1,0 +1,175 @@
+"""How much the local backend adds to torchrun: submit -> first line, last line -> Complete.
+
+For 1 and 4 nodes (1 process each), the same script runs twice per repeat, in this one run:
+
+* **direct**: N ``torchrun`` processes started by hand with the PET_* env the Torch plugin sets
+  (what a user would type without trainjob); timed from starting them to node 0's first line, and
+  from node 0's last line to every process having exited;
+* **trainjob**: ``LocalExecutor.submit`` of a TrainJob on the built-in ``torch-distributed`` runtime
+  (compile, store, detached supervisor, torchrun per node); timed from calling submit to the first
+  line seen through ``logs(follow=True)``, and from the last line to the job being Complete as
+  ``state()`` reports it.
+
+The script prints its first line before importing torch (so launch cost is not hidden behind the
+import), then joins a gloo process group, all-reduces and prints its last line. Overhead = trainjob
+minus direct, median over repeats. Target: at most 1 s each way.
+
+    .venv/bin/python benchmarks/local_overhead.py [--repeat 3] [--nodes 1 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from trainjob.api.load import parse
+from trainjob.api.trainer import TrainJob
+from trainjob.local import LocalExecutor
+
+SCRIPT = """\
+import sys
+sys.stdout.write("first line\\n"); sys.stdout.flush()
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(1)
+dist.all_reduce(t)
+if dist.get_rank() == 0:
+    sys.stdout.write(f"last line sum={t.item():g}\\n"); sys.stdout.flush()
+dist.destroy_process_group()
+"""
+TARGET = 1.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def run_direct(script: Path, nodes: int) -> tuple[float, float]:
+    """(start -> node 0's first line, node 0's last line -> all exited) for plain torchrun."""
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    port = free_port()
+    base = {**os.environ, "PYTHONUNBUFFERED": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    t0 = time.monotonic()
+    procs = []
+    for rank in range(nodes):
+        env = {
+            **base,
+            "PET_NNODES": str(nodes),
+            "PET_NPROC_PER_NODE": "1",
+            "PET_NODE_RANK": str(rank),
+            "PET_MASTER_ADDR": "127.0.0.1",
+            "PET_MASTER_PORT": str(port),
+        }
+        procs.append(
+            subprocess.Popen(
+                [torchrun, str(script)],
+                env=env,
+                stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    first = last = None
+    assert procs[0].stdout is not None
+    for raw in procs[0].stdout:
+        now = time.monotonic()
+        line = raw.decode().strip()
+        if first is None and line == "first line":
+            first = now
+        if line.startswith("last line"):
+            last = now
+    for p in procs:
+        p.wait()
+    end = time.monotonic()
+    if first is None or last is None or any(p.returncode for p in procs):
+        raise RuntimeError(f"direct torchrun run failed: {[p.returncode for p in procs]}")
+    return first - t0, end - last
+
+
+def run_trainjob(ex: LocalExecutor, script: Path, nodes: int, name: str) -> tuple[float, float]:
+    """(submit -> first line via logs(follow), last line -> state() Complete) through trainjob."""
+    tj = parse(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": name},
+            "spec": {
+                "runtimeRef": {"name": "torch-distributed"},
+                "trainer": {
+                    "numNodes": nodes,
+                    "command": ["torchrun", str(script)],
+                    "resourcesPerNode": {"requests": {"cpu": "1"}},
+                },
+            },
+        }
+    )
+    assert isinstance(tj, TrainJob)
+    t0 = time.monotonic()
+    ex.submit(tj, cwd=str(script.parent))
+    first = last = None
+    for line in ex.logs(name, follow=True):
+        now = time.monotonic()
+        if first is None and line.strip() == "first line":
+            first = now
+        if line.startswith("last line"):
+            last = now
+    while True:
+        s = ex.state(name)
+        if s.finished:
+            break
+        time.sleep(0.01)
+    end = time.monotonic()
+    if s.phase != "Complete" or first is None or last is None:
+        raise RuntimeError(f"trainjob run ended {s.phase}: {s.reason} {s.message}")
+    ex.delete(name)
+    return first - t0, end - last
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1, 4])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="trainjob-bench-") as tmp:
+        script = Path(tmp) / "bench.py"
+        script.write_text(SCRIPT)
+        ex = LocalExecutor(Path(tmp) / "home")
+        run_direct(script, 1)  # warm the page cache for torch's files
+        rows = []
+        for nodes in args.nodes:
+            direct, local = [], []
+            for r in range(args.repeat):
+                direct.append(run_direct(script, nodes))
+                local.append(run_trainjob(ex, script, nodes, f"bench-{nodes}-{r}"))
+            d_first = statistics.median(x[0] for x in direct)
+            d_end = statistics.median(x[1] for x in direct)
+            l_first = statistics.median(x[0] for x in local)
+            l_end = statistics.median(x[1] for x in local)
+            rows.append((nodes, d_first, l_first, d_end, l_end))
+    print(f"median of {args.repeat} runs, seconds (target: overhead <= {TARGET:.1f} s)")
+    print(
+        f"{'NODES':<6}{'FIRST LINE: torchrun':>22}{'trainjob':>10}{'overhead':>10}"
+        f"{'   LAST LINE->DONE: torchrun':>29}{'trainjob':>10}{'overhead':>10}"
+    )
+    ok = True
+    for nodes, d_first, l_first, d_end, l_end in rows:
+        o_first, o_end = l_first - d_first, l_end - d_end
+        ok = ok and o_first <= TARGET and o_end <= TARGET
+        print(
+            f"{nodes:<6}{d_first:>22.2f}{l_first:>10.2f}{o_first:>+10.2f}"
+            f"{d_end:>29.2f}{l_end:>10.2f}{o_end:>+10.2f}"
+        )
+    print("within target" if ok else "OVER TARGET")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
