@@ -21,6 +21,24 @@ DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 QUALIFIED_PATH = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
+# Kubernetes' resource.Quantity grammar and the message the apiserver gives for a bad one.
+QUANTITY = re.compile(
+    r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+QUANTITY_MESSAGE = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+
+
+def is_quantity(value: object) -> bool:
+    """True for ``2``, ``500m``, ``1Gi``, ``1e3``; False for ``lots`` or booleans."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return value >= 0
+    return isinstance(value, str) and bool(QUANTITY.match(value))
+
+
 MANAGED_BY_VALUES = (c.MANAGED_BY_TRAINER, c.MANAGED_BY_MULTIKUEUE)
 MAX_ENV = 128
 MAX_COMMAND = 128
@@ -101,6 +119,15 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
             if values is not None and len(values) > MAX_COMMAND:
                 errs.append(FieldError.too_many(f"spec.trainer.{fld}", len(values), MAX_COMMAND))
         errs.extend(_validate_env("spec.trainer.env", tr.env))
+        if tr.resources_per_node is not None:
+            for kind in ("limits", "requests"):
+                for res, qty in (getattr(tr.resources_per_node, kind) or {}).items():
+                    if not is_quantity(qty):
+                        errs.append(
+                            FieldError.invalid(
+                                f"spec.trainer.resourcesPerNode.{kind}.{res}", qty, QUANTITY_MESSAGE
+                            )
+                        )
     init = spec.initializer
     if init is not None:
         for part, cfg in (("dataset", init.dataset), ("model", init.model)):
