@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 say() { printf '==> %s\n' "$*"; }
 
+# System packages first: mpi4py builds against OpenMPI's headers.
+bash scripts/setup-local.sh
+
 if ! command -v uv >/dev/null 2>&1; then
   say "installing uv"
   python3 -m pip install --quiet --disable-pip-version-check uv
@@ -20,7 +23,4 @@ fi
 say "installing trainjob and its dependencies into .venv"
 uv pip install --quiet -p .venv -e ".[dev,torch]"
 
-if [ -x scripts/setup-local.sh ] || [ -f scripts/setup-local.sh ]; then
-  bash scripts/setup-local.sh
-fi
 say "ready: $(.venv/bin/trainjob version 2>/dev/null || echo trainjob)"
