@@ -43,6 +43,12 @@ from trainjob.runtime.plan import Plan
 DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+# Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
+_STARTED: builtins.list[subprocess.Popen[bytes]] = []
+
+
+def _reap() -> None:
+    _STARTED[:] = [p for p in _STARTED if p.poll() is None]
 
 
 class LocalExecutor:
@@ -180,6 +186,8 @@ class LocalExecutor:
                 start_new_session=True,
                 close_fds=True,
             )
+        _reap()
+        _STARTED.append(proc)
         token = procs.start_time(proc.pid)
         self.store.update_job(
             row.namespace, row.name, row.uid, supervisor_pid=proc.pid, supervisor_start=token
@@ -193,6 +201,7 @@ class LocalExecutor:
 
     def _check_alive(self, row: JobRow) -> JobRow:
         """Fail a live-phase job whose supervisor is gone; return the current row."""
+        _reap()
         if row.phase not in _LIVE or row.supervisor_pid is None:
             return row
         if procs.alive(row.supervisor_pid, row.supervisor_start):
