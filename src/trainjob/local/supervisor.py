@@ -61,6 +61,9 @@ class Supervisor:
         self.phase = row.phase
         self.suspended = False
         self.clock_start = row.created_ts
+        self.deadline: int | None = (row.trainjob_dict().get("spec") or {}).get(
+            "activeDeadlineSeconds"
+        )
         self.base_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINJOB_SUP")}
         self.templates: list[pods.PodTemplate] = []
         self.runs: dict[Key, PodRun] = {}
@@ -432,8 +435,7 @@ class Supervisor:
         return True
 
     def check_deadline(self) -> None:
-        spec = self.row.trainjob_dict().get("spec") or {}
-        ads = spec.get("activeDeadlineSeconds")
+        ads = self.deadline
         if ads and ads > 0 and time.time() - self.clock_start >= ads:
             self.fail(c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
 
