@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -175,7 +176,12 @@ class Store:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+        # One connection per Store, usable from any thread of this process (the SDK follows logs
+        # in threads); the lock keeps each transaction and each read whole.
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            str(path), timeout=30.0, isolation_level=None, check_same_thread=False
+        )
         self._db.execute("PRAGMA busy_timeout = 30000")
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -186,13 +192,18 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
 
     def _migrate(self) -> None:
         with self._tx() as db:
@@ -229,12 +240,11 @@ class Store:
             ) from None
 
     def job(self, namespace: str, name: str) -> JobRow | None:
-        cur = self._db.execute(
+        rows = self._read(
             f"SELECT {', '.join(_JOB_COLS)} FROM jobs WHERE namespace = ? AND name = ?",
             (namespace, name),
         )
-        r = cur.fetchone()
-        return JobRow(*r) if r else None
+        return JobRow(*rows[0]) if rows else None
 
     def jobs(self, namespace: str | None = None, *, light: bool = False) -> list[JobRow]:
         """Jobs oldest first; ``light`` leaves out the (large) runtime and plan columns."""
@@ -245,7 +255,7 @@ class Store:
             sql += " WHERE namespace = ?"
             args = (namespace,)
         sql += " ORDER BY created_ts, namespace, name"
-        return [JobRow(*r) for r in self._db.execute(sql, args)]
+        return [JobRow(*r) for r in self._read(sql, args)]
 
     def update_job(
         self,
@@ -328,12 +338,12 @@ class Store:
             )
 
     def pods(self, namespace: str, name: str) -> list[PodRow]:
-        cur = self._db.execute(
+        rows = self._read(
             f"SELECT {', '.join(_POD_COLS)} FROM pods WHERE namespace = ? AND name = ? "
             "ORDER BY rowid",
             (namespace, name),
         )
-        return [PodRow(*r) for r in cur]
+        return [PodRow(*r) for r in rows]
 
     def pods_in(self, namespace: str | None = None) -> list[PodRow]:
         """Every pod row (of ``namespace``, or all) in one query, for listings of many jobs."""
@@ -342,7 +352,7 @@ class Store:
         if namespace is not None:
             sql += " WHERE namespace = ?"
             args = (namespace,)
-        return [PodRow(*r) for r in self._db.execute(sql + " ORDER BY rowid", args)]
+        return [PodRow(*r) for r in self._read(sql + " ORDER BY rowid", args)]
 
     def job_summaries(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
         """For listings: ``SUMMARY_COLS`` of every job, oldest first, without the big JSON
@@ -355,7 +365,7 @@ class Store:
         if namespace is not None:
             sql += " WHERE namespace = ?"
             args = (namespace,)
-        return list(self._db.execute(sql + " ORDER BY created_ts, namespace, name", args))
+        return self._read(sql + " ORDER BY created_ts, namespace, name", args)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -369,12 +379,12 @@ class Store:
             )
 
     def events(self, namespace: str, name: str) -> list[EventRow]:
-        cur = self._db.execute(
+        rows = self._read(
             f"SELECT {', '.join(_EVENT_COLS)} FROM events WHERE namespace = ? AND name = ? "
             "ORDER BY id",
             (namespace, name),
         )
-        return [EventRow(*r) for r in cur]
+        return [EventRow(*r) for r in rows]
 
     # -- runtimes -----------------------------------------------------------------------------
 
@@ -386,5 +396,5 @@ class Store:
             )
 
     def runtimes(self) -> list[dict[str, Any]]:
-        cur = self._db.execute("SELECT body FROM runtimes ORDER BY kind, namespace, name")
-        return [json.loads(r[0]) for r in cur]
+        rows = self._read("SELECT body FROM runtimes ORDER BY kind, namespace, name")
+        return [json.loads(r[0]) for r in rows]
