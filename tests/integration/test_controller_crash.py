@@ -48,7 +48,7 @@ def test_a_controller_killed_mid_burst_converges_with_one_jobset_per_trainjob(
             ]
 
             def jobsets() -> int:
-                return len(kube.list(r.JOBSETS, namespace, metadata_only=True)["items"])
+                return len(kube.list(r.JOBSETS, namespace, metadata_only=True).get("items") or [])
 
             wait_for(lambda: jobsets() >= 20, timeout=60, what="the first JobSets")
             first.kill()

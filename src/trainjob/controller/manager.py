@@ -2,11 +2,13 @@
 
 :class:`Manager` wires the pieces the way controller-runtime's manager does:
 
-* always: ``/healthz`` and ``/readyz`` (health port), ``/metrics`` (metrics port) and the admission
-  webhooks (when configured), so a standby replica still answers admission requests;
-* once leading (or at once with ``leader_elect=False``): informers for TrainJobs (full objects),
-  JobSets (full), and, metadata only, the ConfigMaps, Secrets and PodGroups TrainJobs own and the
-  runtimes they name; then ``workers`` threads that take keys from the queue and reconcile them.
+* always: ``/healthz`` and ``/readyz`` (health port), ``/metrics`` (metrics port), the admission
+  webhooks (when configured), so a standby replica still answers admission requests, and the
+  informers of TrainingRuntimes and ClusterTrainingRuntimes (whole objects: few and small), which
+  reconciles and webhooks read before asking the apiserver;
+* once leading (or at once with ``leader_elect=False``): informers for TrainJobs and JobSets (full
+  objects) and, metadata only, the ConfigMaps, Secrets and PodGroups TrainJobs own; then
+  ``workers`` threads that take keys from the queue and reconcile them.
 
 Events map to keys: a TrainJob to itself; an owned object to the TrainJob of its controller
 ownerReference; a runtime that appears to the TrainJobs still waiting for it (``RuntimeNotFound``).
@@ -81,11 +83,12 @@ class Manager:
             for res in (r.CONFIGMAPS, r.SECRETS, r.COSCHEDULING_PODGROUPS, r.VOLCANO_PODGROUPS)
         ]
         self.configmaps, self.secrets, cosched, volcano = owned_meta
+        # Runtimes are few and small: cached whole, so a first build needs no GET.
         self.runtime_informers = [
-            Informer(client, r.TRAINING_RUNTIMES, namespace=ns, metadata_only=True),
-            Informer(client, r.CLUSTER_TRAINING_RUNTIMES, metadata_only=True),
+            Informer(client, r.TRAINING_RUNTIMES, namespace=ns),
+            Informer(client, r.CLUSTER_TRAINING_RUNTIMES),
         ]
-        self.informers = [self.trainjobs, self.jobsets, *owned_meta, *self.runtime_informers]
+        self.informers = [self.trainjobs, self.jobsets, *owned_meta]
         self.caches = Caches(
             trainjobs=self.trainjobs,
             jobsets=self.jobsets,
@@ -95,11 +98,14 @@ class Manager:
                 r.COSCHEDULING_PODGROUPS.api_version: cosched,
                 r.VOLCANO_PODGROUPS.api_version: volcano,
             },
+            runtimes={i.resource.plural: i for i in self.runtime_informers},
         )
         self.recorder = EventRecorder(client, c.CONTROLLER_NAME, options.identity)
         self.reconciler = Reconciler(client, self.caches, self.recorder)
         self.webhooks = (
-            serving.WebhookServer(client, options.webhooks) if options.webhooks else None
+            serving.WebhookServer(client, options.webhooks, self.cached_runtime)
+            if options.webhooks
+            else None
         )
         self.elector = (
             LeaderElector(
@@ -170,6 +176,12 @@ class Manager:
                 continue
             self.queue.add(r.TRAINJOBS.key(tj))
 
+    def cached_runtime(self, resource: r.Resource, namespace: str, name: str) -> Obj | None:
+        for informer in self.runtime_informers:
+            if informer.resource is resource:
+                return informer.get(f"{namespace}/{name}" if resource.namespaced else name)
+        return None
+
     def _states(self) -> list[str]:
         return [
             st.state(tj, self.jobsets.get(r.TRAINJOBS.key(tj)) is not None)
@@ -220,6 +232,8 @@ class Manager:
                     "metrics",
                 )
             )
+        for informer in self.runtime_informers:
+            informer.start()
         if self.webhooks is not None:
             self.webhooks.start()
         if self.elector is None:
@@ -251,7 +265,7 @@ class Manager:
         for informer in self.informers:
             informer.start()
         deadline = time.monotonic() + SYNC_TIMEOUT_SECONDS
-        for informer in self.informers:
+        for informer in [*self.informers, *self.runtime_informers]:
             if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
                 log.warning(
                     "cache of %s not synced after %.0fs", informer.name, SYNC_TIMEOUT_SECONDS
@@ -307,7 +321,7 @@ class Manager:
 
     def stop(self) -> None:
         self.stop_event.set()
-        for informer in self.informers:
+        for informer in [*self.informers, *self.runtime_informers]:
             informer.stop()
         self.queue.shut_down()
         for t in self._workers:

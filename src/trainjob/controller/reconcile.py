@@ -71,6 +71,7 @@ class Caches:
     configmaps: Informer
     secrets: Informer
     podgroups: dict[str, Informer] = field(default_factory=dict)
+    runtimes: dict[str, Informer] = field(default_factory=dict)  # by plural
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ class Reconciler:
             cm = self.client.get_or_none(r.CONFIGMAPS, name, ns)
             if cm is not None:
                 return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm))
-        runtime = runtimes.fetch_runtime(self.client, tj)
+        runtime = self.cached_runtime(tj) or runtimes.fetch_runtime(self.client, tj)
         try:
             self.client.create(r.CONFIGMAPS, runtimes.snapshot_configmap(tj, runtime), ns)
         except AlreadyExists:
@@ -204,6 +205,16 @@ class Reconciler:
             cm = self.client.get(r.CONFIGMAPS, name, ns)
             return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm))
         return runtimes.to_model(runtime)
+
+    def cached_runtime(self, tj: Obj) -> Obj | None:
+        """The runtime from the informer cache (None on a miss: the caller asks the apiserver)."""
+        resource = runtimes.SUPPORTED[runtimes.group_kind(tj)]
+        informer = self.caches.runtimes.get(resource.plural)
+        if informer is None:
+            return None
+        name = str(((tj.get("spec") or {}).get("runtimeRef") or {}).get("name", ""))
+        key = name if not resource.namespaced else f"{tj['metadata']['namespace']}/{name}"
+        return informer.get(key)
 
     def compile_options(self, tj: Obj, runtime: Runtime) -> CompileOptions:
         """A fresh SSH key pair for MPI runtimes whose Secret does not exist yet."""

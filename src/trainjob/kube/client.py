@@ -21,6 +21,7 @@ SDK's kubernetes backend.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -44,6 +45,7 @@ PATCH_TYPES = {"merge": MERGE_PATCH, "json": JSON_PATCH, "strategic": STRATEGIC_
 # Metadata-only reads: the apiserver answers with PartialObjectMetadata(List) (no spec, no data).
 METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+MAX_RETRY_AFTER = 10.0
 
 
 class Client:
@@ -54,6 +56,8 @@ class Client:
     * timeout - (optional) seconds for each non-watch request; default 30.
     * transport - (optional) an httpx transport, e.g. ``httpx.MockTransport`` in unit tests.
     * max_connections - (optional) the connection pool size; default 64.
+    * max_retries - (optional) how often a request answered 429/5xx with ``Retry-After`` is sent
+      again after that wait (as client-go does); default 10.
     """
 
     def __init__(
@@ -64,9 +68,11 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         max_connections: int = 64,
         user_agent: str = "trainjob",
+        max_retries: int = 10,
     ) -> None:
         self.config = config
         self.timeout = timeout
+        self.max_retries = max_retries
         verify: Any = True if transport is not None else config.ssl_context()
         self._http = httpx.Client(
             base_url=config.server,
@@ -127,22 +133,29 @@ class Client:
             else:
                 content = json.dumps(body).encode()
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
-        try:
-            resp = self._http.request(
-                method,
-                path,
-                params=query,
-                content=content,
-                headers=headers,
-                timeout=timeout if timeout is not None else self.timeout,
-                extensions=self._extensions,
-            )
-        except httpx.TransportError as e:
-            raise Unreachable(
-                f"{method} {self.config.server}{path}: {e or type(e).__name__}",
-                method=method,
-                url=path,
-            ) from e
+        for attempt in range(self.max_retries + 1):
+            try:
+                resp = self._http.request(
+                    method,
+                    path,
+                    params=query,
+                    content=content,
+                    headers=headers,
+                    timeout=timeout if timeout is not None else self.timeout,
+                    extensions=self._extensions,
+                )
+            except httpx.TransportError as e:
+                raise Unreachable(
+                    f"{method} {self.config.server}{path}: {e or type(e).__name__}",
+                    method=method,
+                    url=path,
+                ) from e
+            wait = _retry_after(resp)
+            if wait is None or attempt == self.max_retries:
+                break
+            # The apiserver did not process the request and said when to come back (client-go
+            # retries these too): throttling, or "storage is (re)initializing".
+            time.sleep(min(wait, MAX_RETRY_AFTER))
         try:
             decoded: Any = resp.json() if resp.content else None
         except ValueError:
@@ -353,6 +366,19 @@ class Client:
         if obj is not None and (obj.get("metadata") or {}).get("namespace"):
             return str(obj["metadata"]["namespace"])
         return self.config.namespace
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    """Seconds to wait before sending the same request again, when the server asked for it."""
+    if resp.status_code != 429 and not 500 <= resp.status_code < 600:
+        return None
+    value = resp.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
 
 
 def _param(value: Any) -> str:

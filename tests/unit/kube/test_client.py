@@ -195,3 +195,37 @@ def test_a_watch_error_event_raises_gone_for_an_expired_resource_version() -> No
     )
     with pytest.raises(errors.Gone, match="too old resource version"):
         parse_event(line)
+
+
+def test_answers_with_retry_after_are_retried_like_client_go() -> None:
+    answers = [
+        httpx.Response(
+            429,
+            headers={"Retry-After": "0"},
+            json=status(429, "TooManyRequests", "storage is (re)initializing"),
+        ),
+        httpx.Response(
+            503, headers={"Retry-After": "0"}, json=status(503, "ServiceUnavailable", "busy")
+        ),
+        httpx.Response(200, json={"kind": "ConfigMap", "metadata": {"name": "x"}}),
+    ]
+    k = client(lambda _r: answers.pop(0))
+    assert k.get(resources.CONFIGMAPS, "x", "ns")["metadata"]["name"] == "x"
+    assert answers == []
+
+
+def test_retries_stop_after_max_retries() -> None:
+    calls: list[int] = []
+
+    def handler(_r: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        return httpx.Response(
+            429, headers={"Retry-After": "0"}, json=status(429, "TooManyRequests", "slow")
+        )
+
+    k = Client(
+        Config(server="https://k8s.test"), transport=httpx.MockTransport(handler), max_retries=2
+    )
+    with pytest.raises(errors.TooManyRequests):
+        k.get(resources.CONFIGMAPS, "x", "ns")
+    assert len(calls) == 3

@@ -144,12 +144,26 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class Admission:
-    """The handlers, bound to a cluster client (for runtime and JobSet lookups) and a clock."""
+RuntimeLookup = Callable[[r.Resource, str, str], Obj | None]
+"""``(resource, namespace, name) -> runtime`` from an informer cache, None on a miss."""
 
-    def __init__(self, client: Client, clock: Callable[[], str] = now_rfc3339) -> None:
+
+class Admission:
+    """The handlers, bound to a cluster client (for runtime and JobSet lookups) and a clock.
+
+    Runtimes are read from ``cached_runtime`` first (as upstream's cache-backed client does) and
+    from the apiserver on a miss, so a runtime created a moment ago is never reported missing.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        clock: Callable[[], str] = now_rfc3339,
+        cached_runtime: RuntimeLookup | None = None,
+    ) -> None:
         self.client = client
         self.clock = clock
+        self.cached_runtime = cached_runtime
 
     def routes(self) -> dict[str, Callable[[Obj], Verdict]]:
         return {
@@ -264,7 +278,9 @@ class Admission:
                                 f"unable to get runtime snapshot: {e}",
                             )
                         ]
-            return self.client.get(resource, str(ref.get("name", "")), ns), []
+            name = str(ref.get("name", ""))
+            cached = self.cached_runtime(resource, ns, name) if self.cached_runtime else None
+            return cached or self.client.get(resource, name, ns), []
         except NotFound:
             msg = not_found_message(resource.plural, resource.group, str(ref.get("name", "")))
             return None, [

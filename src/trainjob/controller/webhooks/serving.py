@@ -126,10 +126,15 @@ def configurations(
 class WebhookServer:
     """Serves the admission routes over TLS and keeps its certificates (see module docstring)."""
 
-    def __init__(self, client: Client, options: Options) -> None:
+    def __init__(
+        self,
+        client: Client,
+        options: Options,
+        cached_runtime: admission.RuntimeLookup | None = None,
+    ) -> None:
         self.client = client
         self.options = options
-        self.admission = admission.Admission(client)
+        self.admission = admission.Admission(client, cached_runtime=cached_runtime)
         self.server: http.Server | None = None
         self.ca_bundle = b""
         self._registered: dict[str, str] = {}  # config name -> resourceVersion we wrote
