@@ -28,7 +28,7 @@ from trainjob.api import constants as c
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
 from trainjob.cli import app
 from trainjob.cli import plan as planning
-from trainjob.errors import TrainJobError
+from trainjob.errors import AlreadyExistsError, TrainJobError
 from trainjob.local import JobState, LocalExecutor
 from trainjob.local import state as st
 
@@ -214,13 +214,29 @@ def run_command(
     follow: Annotated[
         bool, typer.Option("--follow", help="Stream the trainer's logs, then wait.")
     ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Delete a job of the same name first (like kubectl replace --force).",
+        ),
+    ] = False,
 ) -> None:
     """Run TrainJobs on this machine."""
     trainjobs, runtimes = load_inputs(filename, namespace)
     ex = executor()
     submitted: list[TrainJob] = []
     for tj in trainjobs:
-        stored = ex.submit(tj, runtimes)
+        name, ns = tj.metadata.name, tj.metadata.namespace or "default"
+        if replace and name and ex.store.job(ns, name) is not None:
+            ex.delete(name, ns)
+            out.print(f"{RESOURCE}/{name} deleted")
+        try:
+            stored = ex.submit(tj, runtimes)
+        except AlreadyExistsError as e:
+            raise AlreadyExistsError(
+                f"{e}; delete it first (trainjob delete {name} -n {ns}) or run with --replace"
+            ) from None
         submitted.append(stored)
         out.print(f"{RESOURCE}/{stored.metadata.name} created")
     for tj in submitted:

@@ -1,0 +1,7 @@
+"""``python -m trainjob.cli``: the same as the ``trainjob`` command."""
+
+import sys
+
+from trainjob.cli import main
+
+sys.exit(main())
