@@ -83,12 +83,14 @@ def start_controller(
     leader_elect: bool = False,
     webhooks: bool = True,
     wait_ready: bool = True,
+    kubeconfig: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Controller:
     metrics_port, health_port = free_port(), free_port()
     args = [
         "controller",
         "--kubeconfig",
-        str(cp.kubeconfig),
+        str(kubeconfig or cp.kubeconfig),
         "--bind-host",
         "127.0.0.1",
         "--metrics-port",
@@ -103,7 +105,7 @@ def start_controller(
     if webhooks:
         args += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
     log_path = Path(tempfile.mkstemp(prefix="trainjob-controller-", suffix=".log")[1])
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env = {**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, **(env or {})}
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -140,7 +140,7 @@ class Client:
                     path,
                     params=query,
                     content=content,
-                    headers=headers,
+                    headers=[*headers.items(), *self.config.impersonation_headers()],
                     timeout=timeout if timeout is not None else self.timeout,
                     extensions=self._extensions,
                 )
@@ -260,7 +260,7 @@ class Client:
             self._http,
             resource.path(namespace if resource.namespaced else None),
             {k: v for k, v in params.items() if v is not None},
-            headers,
+            [*headers.items(), *self.config.impersonation_headers()],
             httpx.Timeout(self.timeout, read=timeout_seconds + 30.0),
         )
 

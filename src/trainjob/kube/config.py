@@ -3,7 +3,7 @@
 :func:`load` follows ``kubectl``'s order: an explicit kubeconfig path, else ``$KUBECONFIG`` (the
 first file of the list that exists), else ``~/.kube/config``, else the in-cluster service account.
 Supported credentials: bearer ``token``/``tokenFile``, client certificate and key (``-data`` or
-file), basic auth; server trust from ``certificate-authority(-data)`` or
+file), basic auth, impersonation (``as``, ``as-groups``, like ``kubectl --as``); server trust from ``certificate-authority(-data)`` or
 ``insecure-skip-tls-verify``. ``exec`` and ``auth-provider`` plugins are not supported and say so.
 
 Certificate data is written to a private temporary directory because :mod:`ssl` loads certificates
@@ -46,6 +46,8 @@ class Config:
     token_file: str | None = None
     username: str | None = None
     password: str | None = None
+    impersonate: str | None = None
+    impersonate_groups: tuple[str, ...] = ()
     namespace: str = "default"
     source: str = ""
     _token_read_at: float = field(default=0.0, repr=False)
@@ -65,13 +67,20 @@ class Config:
 
     def auth_headers(self) -> dict[str, str]:
         """The Authorization header: a bearer token (re-read from its file every minute) or basic."""
+        headers: dict[str, str] = {}
         token = self.bearer_token()
         if token:
-            return {"Authorization": f"Bearer {token}"}
-        if self.username is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        elif self.username is not None:
             raw = f"{self.username}:{self.password or ''}".encode()
-            return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
-        return {}
+            headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
+        if self.impersonate:
+            headers["Impersonate-User"] = self.impersonate
+        return headers
+
+    def impersonation_headers(self) -> list[tuple[str, str]]:
+        """``Impersonate-Group`` repeats once per group, so it cannot live in a dict."""
+        return [("Impersonate-Group", g) for g in self.impersonate_groups]
 
     def bearer_token(self) -> str | None:
         if self.token_file:
@@ -175,6 +184,8 @@ def from_dict(
         token_file=_path(user.get("tokenFile"), base),
         username=user.get("username"),
         password=user.get("password"),
+        impersonate=user.get("as"),
+        impersonate_groups=tuple(user.get("as-groups") or ()),
         namespace=ctx.get("namespace") or "default",
         source=where,
     )

@@ -87,6 +87,15 @@ MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
+# What the deployment manifests hold (installers and tests apply them).
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+SERVICES = Resource("", "v1", "services", "Service")
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+RBAC = "rbac.authorization.k8s.io"
+CLUSTER_ROLES = Resource(RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource(RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", False)
+ROLES = Resource(RBAC, "v1", "roles", "Role")
+ROLE_BINDINGS = Resource(RBAC, "v1", "rolebindings", "RoleBinding")
 
 _BY_API_VERSION_KIND: dict[tuple[str, str], Resource] = {
     (r.api_version, r.kind): r
@@ -106,6 +115,13 @@ _BY_API_VERSION_KIND: dict[tuple[str, str], Resource] = {
         VALIDATING_WEBHOOK_CONFIGURATIONS,
         MUTATING_WEBHOOK_CONFIGURATIONS,
         CUSTOM_RESOURCE_DEFINITIONS,
+        SERVICE_ACCOUNTS,
+        SERVICES,
+        DEPLOYMENTS,
+        CLUSTER_ROLES,
+        CLUSTER_ROLE_BINDINGS,
+        ROLES,
+        ROLE_BINDINGS,
     )
 }
 

@@ -64,7 +64,7 @@ class Watch:
         http: httpx.Client,
         path: str,
         params: dict[str, str],
-        headers: dict[str, str],
+        headers: list[tuple[str, str]],
         timeout: httpx.Timeout,
     ) -> None:
         self._http = http

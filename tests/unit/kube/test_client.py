@@ -229,3 +229,25 @@ def test_retries_stop_after_max_retries() -> None:
     with pytest.raises(errors.TooManyRequests):
         k.get(resources.CONFIGMAPS, "x", "ns")
     assert len(calls) == 3
+
+
+def test_impersonation_sends_one_header_per_group() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, json={})
+
+    cfg = Config(
+        server="https://k8s.test",
+        token="t",
+        impersonate="system:serviceaccount:ns:sa",
+        impersonate_groups=("system:serviceaccounts", "system:authenticated"),
+    )
+    Client(cfg, transport=httpx.MockTransport(handler)).get(resources.CONFIGMAPS, "x", "ns")
+    (req,) = seen
+    assert req.headers["Impersonate-User"] == "system:serviceaccount:ns:sa"
+    assert req.headers.get_list("Impersonate-Group") == [
+        "system:serviceaccounts",
+        "system:authenticated",
+    ]

@@ -1,0 +1,108 @@
+"""The permissions the controller needs: every API call it makes, and nothing more.
+
+:data:`CLUSTER_RULES` (a ClusterRole) and :data:`NAMESPACE_RULES` (a Role in the controller's own
+namespace: its Lease and its webhook certificate Secret) list each resource with the verbs the code
+uses, and why. The kustomize base and the Helm chart carry exactly these rules
+(``tests/unit/deploy/test_manifests.py`` compares them); ``tests/integration/test_rbac.py`` runs the
+controller as its ServiceAccount, bound to them, through a whole TrainJob life cycle.
+
+    python -m trainjob.controller.rbac        # print the rules as YAML
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from trainjob.controller.webhooks import serving
+
+
+@dataclass(frozen=True)
+class Rule:
+    groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    why: str
+    names: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"apiGroups": list(self.groups), "resources": list(self.resources)}
+        if self.names:
+            out["resourceNames"] = list(self.names)
+        out["verbs"] = list(self.verbs)
+        return out
+
+
+CLUSTER_RULES = (
+    Rule(("trainer.kubeflow.org",), ("trainjobs",), ("list", "watch"), "informer"),
+    Rule(("trainer.kubeflow.org",), ("trainjobs/status",), ("patch",), "one status write"),
+    Rule(
+        ("trainer.kubeflow.org",),
+        ("trainingruntimes", "clustertrainingruntimes"),
+        ("get", "list", "watch"),
+        "informers; GET on a cache miss (reconcile, webhook)",
+    ),
+    Rule(
+        ("jobset.x-k8s.io",),
+        ("jobsets",),
+        ("get", "list", "watch", "create", "patch", "delete"),
+        "informer; server-side apply; delete past activeDeadlineSeconds; webhook reads status",
+    ),
+    Rule(
+        ("",),
+        ("configmaps",),
+        ("get", "list", "watch", "create", "patch"),
+        "runtime snapshot (create, get); MPI hostfile (apply); metadata informer",
+    ),
+    Rule(("",), ("secrets",), ("list", "watch", "create"), "MPI SSH Secret; metadata informer"),
+    Rule(
+        ("scheduling.x-k8s.io", "scheduling.volcano.sh"),
+        ("podgroups",),
+        ("list", "watch", "create", "patch"),
+        "PodGroup apply; metadata informers",
+    ),
+    Rule(("events.k8s.io",), ("events",), ("create", "patch"), "events and their series"),
+    Rule(("",), ("events",), ("create", "patch"), "core/v1 events where events.k8s.io is absent"),
+    Rule(
+        ("admissionregistration.k8s.io",),
+        ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
+        ("get", "update"),
+        "the webhook CA bundle (--cert-management secret)",
+        (serving.MUTATING, serving.VALIDATING),
+    ),
+)
+
+NAMESPACE_RULES = (
+    Rule(("coordination.k8s.io",), ("leases",), ("get", "create", "update"), "leader election"),
+    Rule(
+        ("",),
+        ("secrets",),
+        ("get", "update"),
+        "the webhook certificate Secret (created through the cluster rule)",
+        ("trainjob-webhook-cert",),
+    ),
+)
+
+
+def cluster_role(name: str = "trainjob-controller") -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [r.to_dict() for r in CLUSTER_RULES],
+    }
+
+
+def role(name: str = "trainjob-controller", namespace: str = "trainjob-system") -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": name, "namespace": namespace},
+        "rules": [r.to_dict() for r in NAMESPACE_RULES],
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(yaml.safe_dump_all([cluster_role(), role()], sort_keys=False), end="")
