@@ -98,7 +98,9 @@ def test_an_informer_follows_changes_and_stops_promptly(kube: Client, namespace:
     assert time.monotonic() - started < 2, "stop must not wait for the watch to time out"
 
 
-def test_a_watch_from_a_resource_version_delivers_events_and_can_be_stopped(kube: Client, namespace: str) -> None:
+def test_a_watch_from_a_resource_version_delivers_events_and_can_be_stopped(
+    kube: Client, namespace: str
+) -> None:
     _, rv = kube.list_all(r.CONFIGMAPS, namespace)
     watch = kube.watch(r.CONFIGMAPS, namespace, resource_version=rv, timeout_seconds=30)
     events: list[str] = []
