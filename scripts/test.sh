@@ -9,6 +9,8 @@ bash scripts/setup.sh
 echo "==> ruff"
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
+echo "==> import layers"
+.venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
 echo "==> mypy"
 .venv/bin/mypy
 if .venv/bin/python -c "import trainjob.api.crd" 2>/dev/null; then
