@@ -10,27 +10,29 @@ Example::
         ...
 
 Objects are plain dicts (the JSON the apiserver speaks). Every error answer becomes a
-:mod:`trainjob.kube.errors` class; transport failures become ``Unreachable``. One client is safe
-to share between threads (httpx pools the connections). Server-side apply uses the field manager
-``trainjob`` and forces ownership, as the upstream controller does with its own manager.
+:mod:`trainjob.kube.errors` class; transport failures become ``Unreachable`` (``Timeout`` when
+no answer came in time). One client is safe to share between threads (httpx pools the
+connections). Server-side apply uses the field manager ``trainjob`` and forces ownership, as the
+upstream controller does with its own manager.
 
-Used by the controller, the webhooks, the integration tests and benchmarks, and meant for the
-SDK's kubernetes backend.
+Used by the controller, the webhooks, the SDK's kubernetes backend, the integration tests and
+benchmarks.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
 from trainjob.kube import config as kconfig
 from trainjob.kube import resources
-from trainjob.kube.errors import NotFound, Unreachable, from_status
+from trainjob.kube.errors import NotFound, Timeout, Unreachable, from_status
 from trainjob.kube.resources import Resource
-from trainjob.kube.watch import Watch
+from trainjob.kube.watch import Watch, error_of
 
 Obj = dict[str, Any]
 ObjList = list[Obj]
@@ -145,11 +147,7 @@ class Client:
                     extensions=self._extensions,
                 )
             except httpx.TransportError as e:
-                raise Unreachable(
-                    f"{method} {self.config.server}{path}: {e or type(e).__name__}",
-                    method=method,
-                    url=path,
-                ) from e
+                raise _unreachable(e, method, self.config.server, path) from e
             wait = _retry_after(resp)
             if wait is None or attempt == self.max_retries:
                 break
@@ -263,6 +261,33 @@ class Client:
             [*headers.items(), *self.config.impersonation_headers()],
             httpx.Timeout(self.timeout, read=timeout_seconds + 30.0),
         )
+
+    def logs(
+        self,
+        name: str,
+        namespace: str | None = None,
+        *,
+        container: str | None = None,
+        follow: bool = False,
+    ) -> Iterator[str]:
+        """The lines of a pod's log; with ``follow``, until the container ends (no read timeout)."""
+        path = resources.PODS.path(self._ns(resources.PODS, namespace), name, "log")
+        params = {"container": container, "follow": "true" if follow else None}
+        headers = {"Accept": "*/*", **self.config.auth_headers()}
+        try:
+            with self._http.stream(
+                "GET",
+                path,
+                params={k: v for k, v in params.items() if v is not None},
+                headers=[*headers.items(), *self.config.impersonation_headers()],
+                timeout=httpx.Timeout(self.timeout, read=None if follow else self.timeout),
+                extensions=self._extensions,
+            ) as resp:
+                if resp.status_code >= 400:
+                    raise error_of(resp, "GET", path)
+                yield from resp.iter_lines()
+        except httpx.TransportError as e:
+            raise _unreachable(e, "GET", self.config.server, path) from e
 
     # -- writes ----------------------------------------------------------------------------------
     def create(
@@ -379,6 +404,11 @@ def _retry_after(resp: httpx.Response) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+def _unreachable(e: httpx.TransportError, method: str, server: str, path: str) -> Unreachable:
+    cls = Timeout if isinstance(e, httpx.TimeoutException) else Unreachable
+    return cls(f"{method} {server}{path}: {e or type(e).__name__}", method=method, url=path)
 
 
 def _param(value: Any) -> str:

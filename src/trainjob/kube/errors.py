@@ -13,6 +13,7 @@
         ├── TooManyRequests       429 (throttled; ``retry_after`` seconds when the server said)
         ├── ServerError           5xx (the apiserver or etcd is in trouble: retry later)
         └── Unreachable           no HTTP answer at all (connection refused, TLS, timeout)
+            └── Timeout           no answer in time
 
 The HTTP library's exceptions never leave :mod:`trainjob.kube`: the client wraps them here, keeping
 the original as ``__cause__``. :func:`is_temporary` says which errors a retry can cure. The
@@ -122,6 +123,10 @@ class ServerError(ApiError):
 
 class Unreachable(ApiError):
     """No HTTP answer: connection refused or reset, TLS failure, timeout."""
+
+
+class Timeout(Unreachable):
+    """No answer in time (connect, read or write timeout)."""
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {

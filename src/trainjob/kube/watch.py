@@ -56,6 +56,16 @@ def parse_event(line: str | bytes) -> WatchEvent | None:
     return WatchEvent(etype, obj)
 
 
+def error_of(resp: httpx.Response, method: str, url: str) -> ApiError:
+    """The error of a streamed error answer (its body is read first)."""
+    resp.read()
+    try:
+        body: Any = resp.json()
+    except ValueError:
+        body = resp.text
+    return from_status(resp.status_code, body, method, url)
+
+
 class Watch:
     """An open watch. Iterate it for events; :meth:`stop` ends the iteration from another thread."""
 
@@ -88,12 +98,7 @@ class Watch:
                 if self._stopped.is_set():
                     return
                 if resp.status_code >= 400:
-                    resp.read()
-                    try:
-                        body: Any = resp.json()
-                    except ValueError:
-                        body = resp.text
-                    raise from_status(resp.status_code, body, "GET", str(resp.url))
+                    raise error_of(resp, "GET", str(resp.url))
                 for line in resp.iter_lines():
                     if self._stopped.is_set():
                         return

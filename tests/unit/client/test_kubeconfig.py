@@ -1,4 +1,5 @@
-"""Reading kubeconfig files and in-cluster config without the ``kubernetes`` package."""
+"""Reading kubeconfig files and in-cluster config without the ``kubernetes`` package: the
+SDK's kubernetes backend through :mod:`trainjob.kube.config`."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from trainjob.client.backends import kubeconfig
+from trainjob.client.backends.kubernetes import kube_config
 from trainjob.client.config import KubernetesBackendConfig
 from trainjob.errors import ConfigError
+from trainjob.kube import config as kubeconfig
 
 
 def self_signed() -> tuple[bytes, bytes]:
@@ -71,8 +73,9 @@ def test_token_ca_data_and_namespace_from_the_current_context(tmp_path):
     conn = kubeconfig.from_kubeconfig(str(path))
     assert conn.server == "https://10.1.2.3:6443"
     assert conn.namespace == "ml"
-    assert isinstance(conn.verify, ssl.SSLContext)
-    assert conn.verify.get_ca_certs()[0]["subject"] == ((("commonName", "test"),),)
+    verify = conn.ssl_context()
+    assert isinstance(verify, ssl.SSLContext)
+    assert verify.get_ca_certs()[0]["subject"] == ((("commonName", "test"),),)
     assert conn.auth_headers() == {"Authorization": "Bearer secret-token"}
 
 
@@ -92,13 +95,16 @@ def test_client_certificate_data_is_loaded_and_no_key_file_is_left_behind(tmp_pa
         {"server": "https://x:6443", "insecure-skip-tls-verify": False},
     )
     conn = kubeconfig.from_kubeconfig(str(path), context="other")
-    assert isinstance(conn.verify, ssl.SSLContext)
+    assert isinstance(conn.ssl_context(), ssl.SSLContext)
     assert conn.namespace == "default"
     assert conn.auth_headers() == {}
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-def test_relative_files_resolve_next_to_the_kubeconfig_and_token_files_are_reread(tmp_path):
+def test_relative_files_resolve_next_to_the_kubeconfig_and_token_files_are_reread(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(kubeconfig, "TOKEN_REFRESH_SECONDS", -1.0)  # re-read on every request
     cert, _key = self_signed()
     (tmp_path / "ca.crt").write_bytes(cert)
     (tmp_path / "token").write_text("one\n")
@@ -120,7 +126,8 @@ def test_insecure_and_basic_auth(tmp_path):
         {"server": "https://x", "insecure-skip-tls-verify": True},
     )
     conn = kubeconfig.from_kubeconfig(str(path))
-    assert conn.verify is False
+    assert conn.insecure is True
+    assert conn.ssl_context().verify_mode == ssl.CERT_NONE
     assert conn.auth_headers() == {
         "Authorization": "Basic " + base64.b64encode(b"admin:pw").decode()
     }
@@ -152,7 +159,10 @@ def test_exec_plugin_token_without_a_shell(tmp_path):
     ("users", "current", "fragment"),
     [
         pytest.param(
-            {"token": "t"}, "missing", "no context named 'missing'", id="an unknown context"
+            {"token": "t"},
+            "missing",
+            "context 'missing' not found in contexts",
+            id="an unknown context",
         ),
         pytest.param(
             {"auth-provider": {"name": "gcp"}},
@@ -170,15 +180,16 @@ def test_unusable_kubeconfigs_say_why(tmp_path, users, current, fragment):
 
 def test_no_kubeconfig_at_all(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigError, match="no kubeconfig found"):
-        kubeconfig.from_kubeconfig()
+        kube_config(KubernetesBackendConfig())
 
 
 def test_kubeconfig_list_merges_first_wins(tmp_path, monkeypatch):
     a = write(tmp_path / "a", {"token": "from-a"})
     b = write(tmp_path / "b", {"token": "from-b"}, current="other")
     monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
-    conn = kubeconfig.connect(KubernetesBackendConfig(namespace="forced"))
+    conn = kube_config(KubernetesBackendConfig(namespace="forced"))
     assert conn.auth_headers()["Authorization"] == "Bearer from-a"
     assert conn.namespace == "forced"
 
@@ -203,8 +214,6 @@ def test_a_kubernetes_client_configuration_is_accepted_by_duck_typing():
         api_key_prefix = {"authorization": "Bearer"}
         verify_ssl = False
 
-    conn = kubeconfig.connect(
-        KubernetesBackendConfig(client_configuration=Configuration(), namespace="n")
-    )
-    assert (conn.server, conn.namespace, conn.verify) == ("https://api.example:443", "n", False)
+    conn = kube_config(KubernetesBackendConfig(client_configuration=Configuration(), namespace="n"))
+    assert (conn.server, conn.namespace, conn.insecure) == ("https://api.example:443", "n", True)
     assert conn.auth_headers() == {"Authorization": "Bearer abc"}

@@ -15,8 +15,8 @@ import pytest
 from tests.unit.client import shippable as s
 from trainjob.catalog import builtin_runtimes
 from trainjob.client import types
-from trainjob.client.backends import kubeconfig
 from trainjob.client.backends.kubernetes import KubernetesBackend
+from trainjob.kube import Client, Config
 
 API = "/apis/trainer.kubeflow.org/v1alpha1"
 TORCH = builtin_runtimes()["torch-distributed"].to_dict()
@@ -68,13 +68,13 @@ class FakeApiserver:
         return [f"{r.method} {r.url.path}" for r in self.requests]
 
 
+def connect(config: Config, handler: Any) -> Client:
+    return Client(config, transport=httpx.MockTransport(handler))
+
+
 def backend(server: FakeApiserver, namespace: str = "team") -> KubernetesBackend:
-    conn = kubeconfig.Connection(
-        server="https://k8s.example:6443", namespace=namespace, token="tok"
-    )
-    return KubernetesBackend(
-        connection=conn, transport=httpx.MockTransport(server), poll_interval=0.01
-    )
+    conn = Config(server="https://k8s.example:6443", namespace=namespace, token="tok")
+    return KubernetesBackend(client=connect(conn, server), poll_interval=0.01)
 
 
 def pod(
@@ -311,8 +311,8 @@ def test_an_apiserver_timeout_is_a_timeout_error():
     def slow(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("slow", request=request)
 
-    conn = kubeconfig.Connection(server="https://k8s.example", namespace="default")
-    be = KubernetesBackend(connection=conn, transport=httpx.MockTransport(slow))
+    conn = Config(server="https://k8s.example", namespace="default")
+    be = KubernetesBackend(client=connect(conn, slow))
     with pytest.raises(TimeoutError, match="Timeout to get TrainJob: default/j"):
         be.get_job("j")
 
@@ -330,8 +330,8 @@ def test_too_many_requests_is_retried_as_client_go_does():
             )
         return server(request)
 
-    conn = kubeconfig.Connection(server="https://k8s.example", namespace="team")
-    be = KubernetesBackend(connection=conn, transport=httpx.MockTransport(handler))
+    conn = Config(server="https://k8s.example", namespace="team")
+    be = KubernetesBackend(client=connect(conn, handler))
     assert be.get_job("j").name == "j"
     assert busy["left"] == 0
 

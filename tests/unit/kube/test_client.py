@@ -251,3 +251,52 @@ def test_impersonation_sends_one_header_per_group() -> None:
         "system:serviceaccounts",
         "system:authenticated",
     ]
+
+
+@pytest.mark.parametrize("code", [pytest.param(429, id="a 429"), pytest.param(500, id="a 500")])
+def test_an_answer_without_retry_after_is_not_retried(code: int) -> None:
+    calls: list[int] = []
+
+    def handler(_r: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        return httpx.Response(code, json=status(code, "TooManyRequests", "busy"))
+
+    with pytest.raises(errors.ApiError, match="busy"):
+        client(handler).get(resources.CONFIGMAPS, "x", "ns")
+    assert calls == [1]
+
+
+def test_no_answer_in_time_is_a_timeout() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("slow", request=req)
+
+    with pytest.raises(errors.Timeout, match="slow") as info:
+        client(handler).get(resources.JOBSETS, "x", "ns")
+    assert isinstance(info.value, errors.Unreachable) and errors.is_temporary(info.value)
+
+
+@pytest.mark.parametrize(
+    ("follow", "params"),
+    [
+        pytest.param(False, {"container": "node"}, id="a log is read once"),
+        pytest.param(True, {"container": "node", "follow": "true"}, id="a log is followed"),
+    ],
+)
+def test_pod_logs_are_streamed_as_lines(follow: bool, params: dict[str, str]) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, text='{"loss": 1}\nstep 2\n')
+
+    lines = list(client(handler).logs("p", "ns", container="node", follow=follow))
+    assert lines == ['{"loss": 1}', "step 2"]
+    (req,) = seen
+    assert req.url.path == "/api/v1/namespaces/ns/pods/p/log"
+    assert dict(req.url.params) == params
+
+
+def test_the_log_of_a_missing_pod_is_not_found() -> None:
+    k = client(lambda _r: httpx.Response(404, json=status(404, "NotFound", 'pods "p" not found')))
+    with pytest.raises(errors.NotFound, match='pods "p" not found'):
+        list(k.logs("p", "ns"))

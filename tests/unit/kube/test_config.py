@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ def test_token_user_gets_a_bearer_header_and_the_context_namespace() -> None:
     assert cfg.namespace == "team"
 
 
-def test_certificate_data_is_written_to_private_files(tmp_path: Path) -> None:
+def test_certificate_data_stays_in_memory() -> None:
     cfg = config.from_dict(
         kubeconfig(
             {
@@ -55,10 +56,8 @@ def test_certificate_data_is_written_to_private_files(tmp_path: Path) -> None:
             {"server": "https://x", "certificate-authority-data": base64.b64encode(b"CA").decode()},
         )
     )
-    assert cfg.client_cert_file and Path(cfg.client_cert_file).read_bytes() == b"CERT"
-    assert cfg.client_key_file and Path(cfg.client_key_file).read_bytes() == b"KEY"
-    assert Path(cfg.client_key_file).stat().st_mode & 0o077 == 0
-    assert cfg.ca_file and Path(cfg.ca_file).read_bytes() == b"CA"
+    assert (cfg.client_cert_data, cfg.client_key_data, cfg.ca_data) == (b"CERT", b"KEY", b"CA")
+    assert (cfg.client_cert_file, cfg.client_key_file, cfg.ca_file) == (None, None, None)
     assert cfg.auth_headers() == {}
 
 
@@ -90,9 +89,9 @@ def test_basic_auth() -> None:
     ("doc", "message"),
     [
         pytest.param(
-            kubeconfig({"exec": {"command": "aws"}}),
-            "uses an exec credential plugin",
-            id="exec plugins are refused with a reason",
+            kubeconfig({"exec": {"command": "/nonexistent/aws"}}),
+            "uses an exec credential plugin .* that failed",
+            id="an exec plugin that cannot run says so",
         ),
         pytest.param(
             {**kubeconfig({}), "current-context": "missing"},
@@ -139,3 +138,82 @@ def test_load_without_any_configuration_says_what_to_do(
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(ConfigError, match="no Kubernetes configuration: pass --kubeconfig"):
         config.load()
+
+
+def exec_plugin(tmp_path: Path, expires: str | None) -> Obj:
+    """A plugin that prints token-N, N counting its runs (in a file next to it)."""
+    script = tmp_path / "plugin.py"
+    status = {"token": "token-{n}"}
+    if expires:
+        status["expirationTimestamp"] = expires
+    script.write_text(
+        "import json, pathlib, sys\n"
+        f"count = pathlib.Path({str(tmp_path / 'runs')!r})\n"
+        "n = int(count.read_text()) + 1 if count.exists() else 1\n"
+        "count.write_text(str(n))\n"
+        f"status = {{k: v.format(n=n) for k, v in {status!r}.items()}}\n"
+        "print(json.dumps({'kind': 'ExecCredential', 'status': status}))\n"
+    )
+    return {"exec": {"command": sys.executable, "args": [str(script)]}}
+
+
+@pytest.mark.parametrize(
+    ("expires", "tokens"),
+    [
+        pytest.param(None, ["token-1", "token-1"], id="a token without expiry is kept"),
+        pytest.param(
+            "2000-01-01T00:00:00Z",
+            ["token-2", "token-3"],
+            id="an expired token runs the plugin again",
+        ),
+    ],
+)
+def test_exec_plugin_tokens_are_cached_until_they_expire(
+    tmp_path: Path, expires: str | None, tokens: list[str]
+) -> None:
+    cfg = config.from_dict(kubeconfig(exec_plugin(tmp_path, expires)))
+    assert [cfg.auth_headers()["Authorization"] for _ in tokens] == [f"Bearer {t}" for t in tokens]
+
+
+def test_merged_kubeconfigs_resolve_paths_next_to_the_file_that_names_them(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    users_only = {"users": [{"name": "u", "user": {"tokenFile": "tok"}}]}
+    (tmp_path / "a" / "kc").write_text(yaml.safe_dump(users_only))
+    (tmp_path / "a" / "tok").write_text("from-a")
+    rest = kubeconfig({"token": "ignored"}, {"server": "https://x", "certificate-authority": "ca"})
+    (tmp_path / "b" / "kc").write_text(yaml.safe_dump(rest))
+    cfg = config.from_files([tmp_path / "missing", tmp_path / "a" / "kc", tmp_path / "b" / "kc"])
+    assert cfg.auth_headers() == {"Authorization": "Bearer from-a"}
+    assert cfg.ca_file == str(tmp_path / "b" / "ca")
+
+
+@pytest.mark.parametrize(
+    ("api_key", "prefix", "headers"),
+    [
+        pytest.param({"authorization": "t"}, {}, {"Authorization": "Bearer t"}, id="a bare token"),
+        pytest.param(
+            {"authorization": "Bearer t"}, {}, {"Authorization": "Bearer t"}, id="a bearer header"
+        ),
+        pytest.param(
+            {"authorization": base64.b64encode(b"me:pw").decode()},
+            {"authorization": "Basic"},
+            {"Authorization": "Basic " + base64.b64encode(b"me:pw").decode()},
+            id="basic auth with its prefix",
+        ),
+    ],
+)
+def test_client_configurations_carry_their_credentials(
+    api_key: Obj, prefix: Obj, headers: Obj
+) -> None:
+    class Configuration:
+        host = "https://api.example/"
+        ssl_ca_cert = "/etc/ca.crt"
+
+    cc = Configuration()
+    cc.api_key, cc.api_key_prefix = api_key, prefix  # type: ignore[attr-defined]
+    cfg = config.from_client_configuration(cc)
+    assert (cfg.server, cfg.ca_file, cfg.insecure) == ("https://api.example", "/etc/ca.crt", False)
+    assert cfg.auth_headers() == headers

@@ -1,4 +1,4 @@
-"""The ``kubernetes`` backend: TrainerClient over a cluster's apiserver, with plain HTTP (httpx).
+"""The ``kubernetes`` backend: TrainerClient over a cluster's apiserver, with :mod:`trainjob.kube`.
 
 Requests, all under the configured namespace:
 
@@ -17,36 +17,33 @@ does not answer in time, ``RuntimeError`` (with the apiserver's message) for any
 from __future__ import annotations
 
 import copy
+import http
 import logging
+import os
 import re
 import time
-from collections.abc import Iterator
-from typing import Any
-from urllib.parse import quote
-
-import httpx
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
 from trainjob.client import builder, runtimes, status, types
 from trainjob.client import constants as c
-from trainjob.client.backends import kubeconfig
 from trainjob.client.backends.base import RuntimeBackend, print_packages
-from trainjob.client.config import KubernetesBackendConfig
+from trainjob.client.config import KubernetesBackendConfig, kubeconfig_paths
 from trainjob.client.status import parse_time
+from trainjob.errors import ConfigError
+from trainjob.kube import Client
+from trainjob.kube import config as kconfig
+from trainjob.kube import errors as kerrors
+from trainjob.kube import resources as r
 
 logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
-API = f"/apis/{c.GROUP}/{c.VERSION}"
 _NODE_STEP = re.compile(r"^node-(\d+)$")
 _STEP_JOBS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.LAUNCHER, c.NODE)
-_RETRIES = 10
-
-
-def _retry_delay(retry_after: str | None, attempt: int) -> float:
-    try:
-        seconds = float(retry_after) if retry_after else 0.0
-    except ValueError:
-        seconds = 0.0
-    return min(max(seconds, 0.1 * 2.0**attempt), 2.0)
 
 
 class ApiError(RuntimeError):
@@ -57,8 +54,43 @@ class ApiError(RuntimeError):
         self.code = code
 
 
+def kube_config(cfg: KubernetesBackendConfig) -> kconfig.Config:
+    """The connection a KubernetesBackendConfig describes (rules as upstream's SDK): its
+    ``client_configuration``; else a kubeconfig (``config_file``, else ``$KUBECONFIG`` merged,
+    else ``~/.kube/config``) unless this process runs in a pod; else the pod's service account."""
+    if cfg.client_configuration is not None:
+        config = kconfig.from_client_configuration(cfg.client_configuration)
+    elif cfg.config_file or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        paths = [Path(cfg.config_file).expanduser()] if cfg.config_file else kubeconfig_paths()
+        if not any(p.is_file() for p in paths):
+            raise ConfigError(
+                "no kubeconfig found (looked at " + ", ".join(str(p) for p in paths) + "); "
+                "set KUBECONFIG or use the local backend"
+            )
+        config = kconfig.from_files(paths, cfg.context)
+    else:
+        config = kconfig.in_cluster()
+    if cfg.namespace:
+        config.namespace = cfg.namespace
+    return config
+
+
+@contextmanager
+def _errors(what: str) -> Iterator[None]:
+    """Raise the SDK's errors for the apiserver's: TimeoutError, else RuntimeError (ApiError)."""
+    try:
+        yield
+    except kerrors.Timeout as e:
+        raise TimeoutError(f"Timeout to {what}") from e
+    except kerrors.Unreachable as e:
+        raise RuntimeError(f"Failed to {what}: {e.__cause__ or e}") from e
+    except kerrors.ApiError as e:
+        raise ApiError(f"Failed to {what}: {_message(e)}", e.status) from e
+
+
 class KubernetesBackend(RuntimeBackend):
-    """TrainJobs on a cluster. ``transport`` replaces the network (tests use MockTransport)."""
+    """TrainJobs on a cluster. ``client`` replaces the connection (tests pass one whose
+    transport is an ``httpx.MockTransport``)."""
 
     name = "kubernetes"
 
@@ -66,72 +98,38 @@ class KubernetesBackend(RuntimeBackend):
         self,
         cfg: KubernetesBackendConfig | None = None,
         *,
-        transport: httpx.BaseTransport | None = None,
-        connection: kubeconfig.Connection | None = None,
+        client: Client | None = None,
         poll_interval: float = 1.0,
     ) -> None:
-        cfg = cfg or KubernetesBackendConfig()
-        self.conn = connection or kubeconfig.connect(cfg)
-        self.namespace = self.conn.namespace
-        self.poll_interval = poll_interval
-        self.http = httpx.Client(
-            base_url=self.conn.server,
-            verify=self.conn.verify,
-            timeout=httpx.Timeout(c.DEFAULT_TIMEOUT),
-            transport=transport,
-            headers={"Accept": "application/json", "User-Agent": "trainjob-sdk"},
+        self.kube = client or Client(
+            kube_config(cfg or KubernetesBackendConfig()),
+            timeout=c.DEFAULT_TIMEOUT,
+            user_agent="trainjob-sdk",
         )
+        self.namespace = self.kube.namespace
+        self.poll_interval = poll_interval
 
-    # -- HTTP ---------------------------------------------------------------------------------
-
-    def _request(self, method: str, path: str, what: str, **kw: Any) -> Any:
-        for attempt in range(_RETRIES + 1):
-            try:
-                resp = self.http.request(method, path, headers=self.conn.auth_headers(), **kw)
-            except httpx.TimeoutException as e:
-                raise TimeoutError(f"Timeout to {what}") from e
-            except httpx.HTTPError as e:
-                raise RuntimeError(f"Failed to {what}: {e}") from e
-            # 429 (and 503 with Retry-After): the apiserver did not process it; retry as
-            # client-go does, honouring Retry-After.
-            retry_after = resp.headers.get("Retry-After")
-            if attempt < _RETRIES and (
-                resp.status_code == 429 or (resp.status_code == 503 and retry_after)
-            ):
-                time.sleep(_retry_delay(retry_after, attempt))
-                continue
-            break
-        if resp.status_code >= 400:
-            raise ApiError(f"Failed to {what}: {_message(resp)}", resp.status_code)
-        return resp.json() if resp.content else {}
-
-    def _ns(self, plural: str, name: str = "") -> str:
-        path = f"{API}/namespaces/{quote(self.namespace)}/{plural}"
-        return f"{path}/{quote(name)}" if name else path
+    def _call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        with _errors(what):
+            return fn(*args, **kwargs)
 
     # -- runtimes -----------------------------------------------------------------------------
 
     def list_runtimes(self) -> list[types.Runtime]:
         items: list[dict[str, Any]] = []
         try:
-            items += (
-                self._request(
-                    "GET", self._ns(c.TRAINING_RUNTIME_PLURAL), "list TrainingRuntimes"
-                ).get("items")
-                or []
+            found = self._call(
+                "list TrainingRuntimes", self.kube.list, r.TRAINING_RUNTIMES, self.namespace
             )
+            items += found.get("items") or []
         except ApiError as e:
             if e.code not in (403, 404):
                 raise
             logger.debug("namespaced TrainingRuntimes not listed: %s", e)
-        items += (
-            self._request(
-                "GET",
-                f"{API}/{c.CLUSTER_TRAINING_RUNTIME_PLURAL}",
-                f"list {c.CLUSTER_TRAINING_RUNTIME_KIND}s",
-            ).get("items")
-            or []
+        found = self._call(
+            f"list {c.CLUSTER_TRAINING_RUNTIME_KIND}s", self.kube.list, r.CLUSTER_TRAINING_RUNTIMES
         )
+        items += found.get("items") or []
         out = []
         for item in items:
             item.setdefault("kind", c.CLUSTER_TRAINING_RUNTIME_KIND)
@@ -149,20 +147,23 @@ class KubernetesBackend(RuntimeBackend):
     def _runtime_cr(self, name: str, kind: str | None = None) -> dict[str, Any]:
         if kind in (None, c.TRAINING_RUNTIME_KIND):
             try:
-                cr = self._request(
-                    "GET",
-                    self._ns(c.TRAINING_RUNTIME_PLURAL, name),
+                cr = self._call(
                     f"get {c.TRAINING_RUNTIME_PLURAL}: {self.namespace}/{name}",
+                    self.kube.get,
+                    r.TRAINING_RUNTIMES,
+                    name,
+                    self.namespace,
                 )
                 cr.setdefault("kind", c.TRAINING_RUNTIME_KIND)
                 return dict(cr)
             except ApiError as e:
                 if e.code not in (403, 404) or kind == c.TRAINING_RUNTIME_KIND:
                     raise
-        cr = self._request(
-            "GET",
-            f"{API}/{c.CLUSTER_TRAINING_RUNTIME_PLURAL}/{quote(name)}",
+        cr = self._call(
             f"get {c.CLUSTER_TRAINING_RUNTIME_PLURAL}: {name}",
+            self.kube.get,
+            r.CLUSTER_TRAINING_RUNTIMES,
+            name,
         )
         cr.setdefault("kind", c.CLUSTER_TRAINING_RUNTIME_KIND)
         return dict(cr)
@@ -211,11 +212,13 @@ class KubernetesBackend(RuntimeBackend):
         rt = self.resolve_runtime(runtime)
         job = builder.build(rt, initializer, trainer, options, backend=self)
         name = builder.job_name(job)
-        self._request(
-            "POST",
-            self._ns(c.TRAINJOB_PLURAL),
+        self._call(
             f"create {c.TRAINJOB_KIND}: {self.namespace}/{name}",
-            json=job,
+            self.kube.create,
+            r.TRAINJOBS,
+            job,
+            self.namespace,
+            field_manager=None,
         )
         logger.debug("%s %s/%s has been created", c.TRAINJOB_KIND, self.namespace, name)
         return name
@@ -226,11 +229,12 @@ class KubernetesBackend(RuntimeBackend):
             if name
             else f"{c.JOBSET_NAME_LABEL},{c.JOBSET_RJOB_NAME_LABEL} in ({', '.join(_STEP_JOBS)})"
         )
-        resp = self._request(
-            "GET",
-            f"/api/v1/namespaces/{quote(self.namespace)}/pods",
+        resp = self._call(
             f"list {c.TRAINJOB_KIND}'s steps: {self.namespace}/{name or '*'}",
-            params={"labelSelector": selector},
+            self.kube.list,
+            r.PODS,
+            self.namespace,
+            label_selector=selector,
         )
         return list(resp.get("items") or [])
 
@@ -276,22 +280,23 @@ class KubernetesBackend(RuntimeBackend):
         )
 
     def get_job(self, name: str) -> types.TrainJob:
-        cr = self._request(
-            "GET",
-            self._ns(c.TRAINJOB_PLURAL, name),
+        cr = self._call(
             f"get {c.TRAINJOB_KIND}: {self.namespace}/{name}",
+            self.kube.get,
+            r.TRAINJOBS,
+            name,
+            self.namespace,
         )
         return self._to_sdk(cr, self._pods(name), {})
 
     def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
-        items = (
-            self._request(
-                "GET",
-                self._ns(c.TRAINJOB_PLURAL),
-                f"list {c.TRAINJOB_KIND}s in namespace: {self.namespace}",
-            ).get("items")
-            or []
+        found = self._call(
+            f"list {c.TRAINJOB_KIND}s in namespace: {self.namespace}",
+            self.kube.list,
+            r.TRAINJOBS,
+            self.namespace,
         )
+        items = found.get("items") or []
         if runtime is not None:
             items = [
                 i
@@ -321,40 +326,10 @@ class KubernetesBackend(RuntimeBackend):
         if pod_name is None:
             return
         container = re.sub(r"-\d+$", "", step)
-        path = f"/api/v1/namespaces/{quote(self.namespace)}/pods/{quote(pod_name)}/log"
-        what = f"read logs for the pod {self.namespace}/{pod_name}"
-        if not follow:
-            text = self._request_text(path, what, {"container": container})
-            yield from text.splitlines()
-            return
-        params = {"container": container, "follow": "true"}
-        try:
-            with self.http.stream(
-                "GET",
-                path,
-                params=params,
-                headers=self.conn.auth_headers(),
-                timeout=httpx.Timeout(c.DEFAULT_TIMEOUT, read=None),
-            ) as resp:
-                if resp.status_code >= 400:
-                    resp.read()
-                    raise ApiError(f"Failed to {what}: {_message(resp)}", resp.status_code)
-                yield from resp.iter_lines()
-        except httpx.TimeoutException as e:
-            raise TimeoutError(f"Timeout to {what}") from e
-        except httpx.HTTPError as e:
-            raise RuntimeError(f"Failed to {what}: {e}") from e
-
-    def _request_text(self, path: str, what: str, params: dict[str, str]) -> str:
-        try:
-            resp = self.http.get(path, params=params, headers=self.conn.auth_headers())
-        except httpx.TimeoutException as e:
-            raise TimeoutError(f"Timeout to {what}") from e
-        except httpx.HTTPError as e:
-            raise RuntimeError(f"Failed to {what}: {e}") from e
-        if resp.status_code >= 400:
-            raise ApiError(f"Failed to {what}: {_message(resp)}", resp.status_code)
-        return resp.text
+        with _errors(f"read logs for the pod {self.namespace}/{pod_name}"):
+            yield from self.kube.logs(
+                pod_name, self.namespace, container=container, follow=bool(follow)
+            )
 
     def _wait_for_step(self, name: str, step: str, follow: bool) -> str | None:
         """The pod of ``step`` once it left Pending; with ``follow``, wait for that."""
@@ -369,14 +344,13 @@ class KubernetesBackend(RuntimeBackend):
 
     def get_job_events(self, name: str) -> list[types.Event]:
         pods = {(p.get("metadata") or {}).get("name") for p in self._pods(name)}
-        items = (
-            self._request(
-                "GET",
-                f"/api/v1/namespaces/{quote(self.namespace)}/events",
-                f"get {c.TRAINJOB_KIND} events: {self.namespace}/{name}",
-            ).get("items")
-            or []
+        found = self._call(
+            f"get {c.TRAINJOB_KIND} events: {self.namespace}/{name}",
+            self.kube.list,
+            r.CORE_EVENTS,
+            self.namespace,
         )
+        items = found.get("items") or []
         out = []
         for ev in items:
             obj = ev.get("involvedObject") or {}
@@ -408,27 +382,30 @@ class KubernetesBackend(RuntimeBackend):
         return out
 
     def delete_job(self, name: str) -> None:
-        self._request(
-            "DELETE",
-            self._ns(c.TRAINJOB_PLURAL, name),
+        self._call(
             f"delete {c.TRAINJOB_KIND}: {self.namespace}/{name}",
+            self.kube.delete,
+            r.TRAINJOBS,
+            name,
+            self.namespace,
         )
         logger.debug("%s %s/%s has been deleted", c.TRAINJOB_KIND, self.namespace, name)
 
     def close(self) -> None:
-        self.http.close()
+        self.kube.close()
 
 
-def _message(resp: httpx.Response) -> str:
-    try:
-        body = resp.json()
-    except ValueError:
-        return f"{resp.status_code} {resp.text.strip()[:200]}"
+def _message(e: kerrors.ApiError) -> str:
+    """``404 NotFound: trainjobs... not found`` from the apiserver's Status (or its text)."""
+    body = e.body
+    if isinstance(body, str):
+        return f"{e.status} {body.strip()[:200]}"
     if isinstance(body, dict) and body.get("message"):
-        return f"{resp.status_code} {body.get('reason') or ''}: {body['message']}".replace(
-            " : ", ": "
-        )
-    return f"{resp.status_code} {resp.reason_phrase}"
+        return f"{e.status} {body.get('reason') or ''}: {body['message']}".replace(" : ", ": ")
+    try:
+        return f"{e.status} {http.HTTPStatus(e.status).phrase}"
+    except ValueError:
+        return str(e.status)
 
 
 def _step(pod: dict[str, Any], rt: types.Runtime) -> types.Step | None:
