@@ -28,8 +28,6 @@ from trainjob.client import constants as c
 from trainjob.client import function, runtimes, types
 from trainjob.errors import InvalidError
 
-AnyTrainer = types.CustomTrainer | types.CustomTrainerContainer | types.BuiltinTrainer
-
 
 def generate_name() -> str:
     """A random TrainJob name: a lowercase letter + 11 hex characters (12 in all), as upstream."""
@@ -335,7 +333,7 @@ def initializer_spec(init: types.Initializer | None) -> dict[str, Any] | None:
 
 
 def trainer_spec(
-    runtime: types.Runtime, trainer: AnyTrainer | None, initializer: types.Initializer | None
+    runtime: types.Runtime, trainer: types.AnyTrainer | None, initializer: types.Initializer | None
 ) -> dict[str, Any]:
     """``spec.trainer`` for any trainer; raises ValueError when it does not fit the runtime."""
     if trainer is None:
@@ -363,7 +361,7 @@ def trainer_spec(
 def build(
     runtime: types.Runtime,
     initializer: types.Initializer | None = None,
-    trainer: AnyTrainer | None = None,
+    trainer: types.AnyTrainer | None = None,
     options: Sequence[Any] | None = None,
     *,
     name: str | None = None,

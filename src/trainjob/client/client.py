@@ -85,10 +85,7 @@ class TrainerClient:
         self,
         runtime: str | types.Runtime | None = None,
         initializer: types.Initializer | None = None,
-        trainer: types.CustomTrainer
-        | types.CustomTrainerContainer
-        | types.BuiltinTrainer
-        | None = None,
+        trainer: types.AnyTrainer | None = None,
         options: list[Any] | None = None,
     ) -> str:
         """Create a TrainJob and return its name.

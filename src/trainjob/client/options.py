@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainjob.client import constants
-from trainjob.client.types import BuiltinTrainer, CustomTrainer, CustomTrainerContainer
+from trainjob.client.types import AnyTrainer, CustomTrainer, CustomTrainerContainer
 
-Trainer = CustomTrainer | CustomTrainerContainer | BuiltinTrainer | None
+Trainer = AnyTrainer | None
 
 _RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 

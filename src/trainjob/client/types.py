@@ -177,6 +177,10 @@ class BuiltinTrainer:
     config: TorchTuneConfig
 
 
+AnyTrainer = CustomTrainer | CustomTrainerContainer | BuiltinTrainer
+"""What ``TrainerClient.train(trainer=...)`` takes."""
+
+
 class TrainerType(Enum):
     CUSTOM_TRAINER = "CustomTrainer"
     BUILTIN_TRAINER = "BuiltinTrainer"

@@ -35,10 +35,7 @@ class RuntimeBackend(abc.ABC):
         self,
         runtime: str | types.Runtime | None = None,
         initializer: types.Initializer | None = None,
-        trainer: types.CustomTrainer
-        | types.CustomTrainerContainer
-        | types.BuiltinTrainer
-        | None = None,
+        trainer: types.AnyTrainer | None = None,
         options: list[Any] | None = None,
     ) -> str: ...
 

@@ -203,10 +203,7 @@ class KubernetesBackend(RuntimeBackend):
         self,
         runtime: str | types.Runtime | None = None,
         initializer: types.Initializer | None = None,
-        trainer: types.CustomTrainer
-        | types.CustomTrainerContainer
-        | types.BuiltinTrainer
-        | None = None,
+        trainer: types.AnyTrainer | None = None,
         options: list[Any] | None = None,
     ) -> str:
         rt = self.resolve_runtime(runtime)

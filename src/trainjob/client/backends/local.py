@@ -86,10 +86,7 @@ class LocalBackend(RuntimeBackend):
         self,
         runtime: str | types.Runtime | None = None,
         initializer: types.Initializer | None = None,
-        trainer: types.CustomTrainer
-        | types.CustomTrainerContainer
-        | types.BuiltinTrainer
-        | None = None,
+        trainer: types.AnyTrainer | None = None,
         options: list[Any] | None = None,
     ) -> str:
         rt = self.resolve_runtime(runtime)
