@@ -8,6 +8,7 @@ so code written for the Kubeflow SDK runs with only its import changed. Each met
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -153,22 +154,14 @@ class TrainerClient:
             RuntimeError: the job Failed (and Failed is not in ``status``) or cannot be read.
             TimeoutError: ``timeout`` passed.
         """
-        callbacks = list(callbacks or [])
-        if not show_progress:
+        progress = ProgressDisplay() if show_progress else None
+        with progress or contextlib.nullcontext():
             return self.backend.wait_for_job_status(
                 name=name,
                 status=status,
                 timeout=timeout,
                 polling_interval=polling_interval,
-                callbacks=callbacks,
-            )
-        with ProgressDisplay() as progress:
-            return self.backend.wait_for_job_status(
-                name=name,
-                status=status,
-                timeout=timeout,
-                polling_interval=polling_interval,
-                callbacks=[progress, *callbacks],
+                callbacks=[progress, *(callbacks or ())] if progress else list(callbacks or ()),
             )
 
     def delete_job(self, name: str) -> None:

@@ -7,12 +7,15 @@ loop (``client.status``), so both backends report and wait the same way.
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from trainjob.client import constants as c
+from trainjob.client import runtimes, types
 from trainjob.client import status as status_mod
-from trainjob.client import types
+
+NODE_STEP = re.compile(r"^node-(\d+)$")
 
 
 class RuntimeBackend(abc.ABC):
@@ -27,8 +30,24 @@ class RuntimeBackend(abc.ABC):
     @abc.abstractmethod
     def get_runtime(self, name: str) -> types.Runtime: ...
 
-    @abc.abstractmethod
-    def get_runtime_packages(self, runtime: types.Runtime) -> None: ...
+    packages_polling_interval = 2
+    """Seconds between status checks of ``get_runtime_packages``'s job."""
+
+    def get_runtime_packages(self, runtime: types.Runtime) -> None:
+        """Run :func:`print_packages` on one node of ``runtime``, print its log, delete the job."""
+        if runtime.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
+            raise ValueError("Cannot get Runtime packages for BuiltinTrainer")
+        rt, trainer = self._packages_job(runtime)
+        name = self.train(runtime=rt, trainer=trainer)
+        try:
+            self.wait_for_job_status(name, polling_interval=self.packages_polling_interval)
+            print("\n".join(self.get_job_logs(name)))  # upstream prints these
+        finally:
+            self.delete_job(name)
+
+    def _packages_job(self, runtime: types.Runtime) -> tuple[types.Runtime, types.CustomTrainer]:
+        """The runtime and trainer ``get_runtime_packages`` runs."""
+        return runtime, types.CustomTrainer(func=print_packages, num_nodes=1)
 
     @abc.abstractmethod
     def train(
@@ -73,6 +92,35 @@ class RuntimeBackend(abc.ABC):
             callbacks,
         )
 
+    def _runtime_of(self, ref: dict[str, Any], cache: dict[str, types.Runtime]) -> types.Runtime:
+        """The runtime a TrainJob's ``runtimeRef`` names, read once per listing (``cache``); a
+        deleted or unusable runtime is reported with framework and image Unknown."""
+        kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME_KIND
+        name = str(ref.get("name") or "")
+        key = f"{kind}/{name}"
+        if key not in cache:
+            try:
+                cr = self._referenced_runtime(name, kind)
+                cache[key] = runtimes.runtime_from_cr(cr) if cr is not None else _unknown(name)
+            except ValueError:
+                cache[key] = _unknown(name)
+        return cache[key]
+
+    @abc.abstractmethod
+    def _referenced_runtime(self, name: str, kind: str) -> dict[str, Any] | None:
+        """The runtime object of that name and kind, None when there is none."""
+
+    def _check_step(self, step: str) -> int | None:
+        """The N of step ``node-N`` (None for an initializer); ValueError for any other name."""
+        if step in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
+            return None
+        m = NODE_STEP.match(step)
+        if not m:
+            raise ValueError(
+                f"Invalid step {step!r}: use dataset-initializer, model-initializer or node-N"
+            )
+        return int(m.group(1))
+
     def resolve_runtime(self, runtime: str | types.Runtime | None) -> types.Runtime:
         """``train``'s runtime argument: a Runtime, a name, or None for the default runtime."""
         if runtime is None:
@@ -82,6 +130,13 @@ class RuntimeBackend(abc.ABC):
         if isinstance(runtime, types.Runtime):
             return runtime
         raise ValueError(f"runtime must be a Runtime, a runtime name or None, got {runtime!r}")
+
+
+def _unknown(name: str) -> types.Runtime:
+    trainer = types.RuntimeTrainer(
+        trainer_type=types.TrainerType.CUSTOM_TRAINER, framework=c.UNKNOWN, image=c.UNKNOWN
+    )
+    return types.Runtime(name=name, trainer=trainer)
 
 
 def print_packages() -> None:

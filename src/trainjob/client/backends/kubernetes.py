@@ -29,7 +29,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from trainjob.client import builder, runtimes, status, types
 from trainjob.client import constants as c
-from trainjob.client.backends.base import RuntimeBackend, print_packages
+from trainjob.client.backends.base import NODE_STEP, RuntimeBackend, print_packages
 from trainjob.client.config import KubernetesBackendConfig, kubeconfig_paths
 from trainjob.client.status import parse_time
 from trainjob.errors import ConfigError
@@ -42,7 +42,6 @@ logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_NODE_STEP = re.compile(r"^node-(\d+)$")
 _STEP_JOBS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.LAUNCHER, c.NODE)
 
 
@@ -175,27 +174,19 @@ class KubernetesBackend(RuntimeBackend):
         except ValueError as e:
             raise RuntimeError(str(e)) from e
 
-    def get_runtime_packages(self, runtime: types.Runtime) -> None:
-        if runtime.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
-            raise ValueError("Cannot get Runtime packages for BuiltinTrainer")
+    def _packages_job(self, runtime: types.Runtime) -> tuple[types.Runtime, types.CustomTrainer]:
+        """One node, one MPI process, one CPU unless the runtime has GPUs (as upstream)."""
         rt = copy.deepcopy(runtime)
         if rt.trainer.command and rt.trainer.command[0] == "mpirun":
             cmd = list(runtimes.MPI_COMMAND)
             cmd[1:3] = ["-np", "1"]
             rt.trainer.set_command(tuple(cmd))
-        name = self.train(
-            runtime=rt,
-            trainer=types.CustomTrainer(
-                func=print_packages,
-                num_nodes=1,
-                resources_per_node={"cpu": 1} if rt.trainer.device != "gpu" else None,
-            ),
+        trainer = types.CustomTrainer(
+            func=print_packages,
+            num_nodes=1,
+            resources_per_node={"cpu": 1} if rt.trainer.device != "gpu" else None,
         )
-        try:
-            self.wait_for_job_status(name)
-            print("\n".join(self.get_job_logs(name)))  # upstream prints these
-        finally:
-            self.delete_job(name)
+        return rt, trainer
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -235,32 +226,20 @@ class KubernetesBackend(RuntimeBackend):
         )
         return list(resp.get("items") or [])
 
-    def _runtime_of(self, cr: dict[str, Any], cache: dict[str, types.Runtime]) -> types.Runtime:
-        ref = (cr.get("spec") or {}).get("runtimeRef") or {}
-        key = f"{ref.get('kind')}/{ref.get('name')}"
-        if key not in cache:
-            kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME_KIND
-            try:
-                cr = self._runtime_cr(str(ref.get("name")), kind)
-                cache[key] = runtimes.runtime_from_cr(cr)
-            except (ApiError, ValueError) as e:
-                if isinstance(e, ApiError) and e.code != 404:
-                    raise
-                # The runtime was deleted or is unusable: still report the job.
-                trainer = types.RuntimeTrainer(
-                    trainer_type=types.TrainerType.CUSTOM_TRAINER,
-                    framework=c.UNKNOWN,
-                    image=c.UNKNOWN,
-                )
-                cache[key] = types.Runtime(name=str(ref.get("name")), trainer=trainer)
-        return cache[key]
+    def _referenced_runtime(self, name: str, kind: str) -> dict[str, Any] | None:
+        try:
+            return self._runtime_cr(name, kind)
+        except ApiError as e:
+            if e.code != 404:
+                raise
+            return None
 
     def _to_sdk(
         self, cr: dict[str, Any], pods: list[dict[str, Any]], cache: dict[str, types.Runtime]
     ) -> types.TrainJob:
         meta = cr.get("metadata") or {}
         spec = cr.get("spec") or {}
-        rt = self._runtime_of(cr, cache)
+        rt = self._runtime_of(spec.get("runtimeRef") or {}, cache)
         num_nodes = (spec.get("trainer") or {}).get("numNodes") or rt.trainer.num_nodes
         steps = [s for s in (_step(p, rt) for p in pods) if s is not None]
         steps.sort(key=_step_order)
@@ -315,10 +294,7 @@ class KubernetesBackend(RuntimeBackend):
     def get_job_logs(
         self, name: str, follow: bool | None = False, step: str = c.NODE + "-0"
     ) -> Iterator[str]:
-        if step not in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER) and not _NODE_STEP.match(step):
-            raise ValueError(
-                f"Invalid step {step!r}: use dataset-initializer, model-initializer or node-N"
-            )
+        self._check_step(step)
         pod_name = self._wait_for_step(name, step, bool(follow))
         if pod_name is None:
             return
@@ -439,5 +415,5 @@ def _step(pod: dict[str, Any], rt: types.Runtime) -> types.Step | None:
 
 def _step_order(step: types.Step) -> tuple[int, int]:
     order = {c.DATASET_INITIALIZER: 0, c.MODEL_INITIALIZER: 1}
-    m = _NODE_STEP.match(step.name)
+    m = NODE_STEP.match(step.name)
     return order.get(step.name, 2), int(m.group(1)) if m else -1

@@ -10,26 +10,24 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from trainjob.client import builder, runtimes, status, types
 from trainjob.client import constants as c
-from trainjob.client.backends.base import RuntimeBackend, print_packages
+from trainjob.client.backends.base import RuntimeBackend
 from trainjob.client.config import LocalProcessBackendConfig
 from trainjob.client.status import parse_time
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
 
 logger = logging.getLogger(__name__)
 
-_NODE_STEP = re.compile(r"^node-(\d+)$")
-
 
 class LocalBackend(RuntimeBackend):
     """TrainJobs as local processes; the store is shared with the CLI and other clients."""
 
     name = "local"
+    packages_polling_interval = 1
 
     def __init__(self, cfg: LocalProcessBackendConfig | None = None, executor: Any = None) -> None:
         self.cfg = cfg or LocalProcessBackendConfig()
@@ -66,19 +64,6 @@ class LocalBackend(RuntimeBackend):
         except NotFoundError as e:
             known = ", ".join(sorted(r.metadata.name or "" for r in self.executor.list_runtimes()))
             raise RuntimeError(f"Runtime {name!r} not found (runtimes: {known})") from e
-
-    def get_runtime_packages(self, runtime: types.Runtime) -> None:
-        if runtime.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
-            raise ValueError("Cannot get Runtime packages for BuiltinTrainer")
-        name = self.train(
-            runtime=runtime,
-            trainer=types.CustomTrainer(func=print_packages, num_nodes=1),
-        )
-        try:
-            self.wait_for_job_status(name, polling_interval=1)
-            print("\n".join(self.get_job_logs(name)))  # upstream prints these
-        finally:
-            self.delete_job(name)
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -135,23 +120,12 @@ class LocalBackend(RuntimeBackend):
             out.append(self._to_sdk(tj, state, cache))
         return out
 
-    def _runtime_of(self, ref: dict[str, Any], cache: dict[str, types.Runtime]) -> types.Runtime:
-        kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME_KIND
-        name = str(ref.get("name") or "")
-        key = f"{kind}/{name}"
-        if key not in cache:
-            try:
-                ns = self.namespace if kind == c.TRAINING_RUNTIME_KIND else None
-                cr = self.executor.get_runtime(name, kind=kind, namespace=ns)
-                cache[key] = runtimes.runtime_from_cr(cr.to_dict())
-            except (NotFoundError, ValueError):
-                trainer = types.RuntimeTrainer(
-                    trainer_type=types.TrainerType.CUSTOM_TRAINER,
-                    framework=c.UNKNOWN,
-                    image=c.UNKNOWN,
-                )
-                cache[key] = types.Runtime(name=name, trainer=trainer)
-        return cache[key]
+    def _referenced_runtime(self, name: str, kind: str) -> dict[str, Any] | None:
+        ns = self.namespace if kind == c.TRAINING_RUNTIME_KIND else None
+        try:
+            return dict(self.executor.get_runtime(name, kind=kind, namespace=ns).to_dict())
+        except NotFoundError:
+            return None
 
     def _to_sdk(
         self, tj: dict[str, Any], state: Any, cache: dict[str, types.Runtime]
@@ -204,14 +178,9 @@ class LocalBackend(RuntimeBackend):
         return [k[2] for k in keyed]
 
     def _pod_of_step(self, name: str, step: str) -> tuple[str, int]:
-        if step in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
+        index = self._check_step(step)
+        if index is None:
             return step, 0
-        m = _NODE_STEP.match(step)
-        if not m:
-            raise ValueError(
-                f"Invalid step {step!r}: use dataset-initializer, model-initializer or node-N"
-            )
-        index = int(m.group(1))
         try:
             state = self.executor.state(name, self.namespace)
         except NotFoundError as e:
