@@ -328,18 +328,8 @@ class HuggingFaceModelInitializer(BaseInitializer):
 
 
 @dataclass
-class S3DatasetInitializer(BaseInitializer):
-    """Download a dataset from S3-compatible storage (``s3://bucket/path``).
-
-    Args:
-        storage_uri: ``s3://`` URI.
-        ignore_patterns: File patterns not to download.
-        endpoint: A custom S3 endpoint URL.
-        access_key_id: Access key.
-        secret_access_key: Secret key.
-        region: Region.
-        role_arn: ARN of a role to assume.
-    """
+class _S3Initializer(BaseInitializer):
+    """What the S3 dataset and model initializers share: their fields and the ``s3://`` check."""
 
     ignore_patterns: list[str] | None = None
     endpoint: str | None = None
@@ -353,20 +343,28 @@ class S3DatasetInitializer(BaseInitializer):
 
 
 @dataclass
-class S3ModelInitializer(BaseInitializer):
-    """Download a model from S3-compatible storage (``s3://bucket/path``); fields as the dataset's."""
+class S3DatasetInitializer(_S3Initializer):
+    """Download a dataset from S3-compatible storage (``s3://bucket/path``).
+
+    Args:
+        storage_uri: ``s3://`` URI.
+        ignore_patterns: File patterns not to download.
+        endpoint: A custom S3 endpoint URL.
+        access_key_id: Access key.
+        secret_access_key: Secret key.
+        region: Region.
+        role_arn: ARN of a role to assume.
+    """
+
+
+@dataclass
+class S3ModelInitializer(_S3Initializer):
+    """Download a model from S3-compatible storage (``s3://bucket/path``); fields as the dataset's
+    (``ignore_patterns`` defaults to weights in other formats)."""
 
     ignore_patterns: list[str] | None = field(
         default_factory=lambda: list(constants.INITIALIZER_DEFAULT_IGNORE_PATTERNS)
     )
-    endpoint: str | None = None
-    access_key_id: str | None = None
-    secret_access_key: str | None = None
-    region: str | None = None
-    role_arn: str | None = None
-
-    def __post_init__(self) -> None:
-        _require_prefix(self.storage_uri, "s3://")
 
 
 @dataclass
