@@ -10,9 +10,9 @@ are set only when the TrainJob has a ``trainer`` section. ``trainer.env`` is app
 from __future__ import annotations
 
 from trainjob.api import constants as c
-from trainjob.api.base import to_dict
 from trainjob.api.trainer import TrainJob
-from trainjob.runtime.info import Info, Obj, upsert_by, upsert_env
+from trainjob.runtime.info import Info, Obj
+from trainjob.runtime.plugins.trainer import enforce_trainer
 
 NAME = "JAX"
 
@@ -35,20 +35,5 @@ class JAX:
     def enforce_ml_policy(self, info: Info, trainjob: TrainJob) -> None:
         if info.ml_policy is None or info.ml_policy.jax is None:
             return
-        ps = info.pod_set_by_ancestor(c.ANCESTOR_TRAINER)
-        trainer = trainjob.spec.trainer
-        if ps is None or trainer is None:
-            return
-        if trainer.num_nodes is not None:
-            ps.count = trainer.num_nodes
-        node = ps.container(c.CONTAINER_NODE)
-        if node is None:
-            return
-        env: list[Obj] = node.setdefault("env", [])
-        upsert_env(env, *jax_envs(trainjob.metadata.name or "", ps.count))
-        upsert_env(env, *(to_dict(e) for e in trainer.env or ()))
-        upsert_by(
-            node.setdefault("ports", []),
-            "containerPort",
-            {"containerPort": c.CONTAINER_TRAINER_PORT},
-        )
+        name = trainjob.metadata.name or ""
+        enforce_trainer(info, trainjob, lambda pods: jax_envs(name, pods))

@@ -27,8 +27,9 @@ from trainjob.api import constants as c
 from trainjob.api.base import to_dict
 from trainjob.api.trainer import MPIMLPolicySource, TrainJob
 from trainjob.errors import FieldError, InvalidError
-from trainjob.runtime.info import Info, Obj, container_resources, num_gpus, upsert_by, upsert_env
+from trainjob.runtime.info import Info, Obj, num_gpus, upsert_by, upsert_env
 from trainjob.runtime.plugins.jobset import object_meta, owner_reference
+from trainjob.runtime.plugins.trainer import node_resources, reserved_envs_error
 
 NAME = "MPI"
 
@@ -53,16 +54,6 @@ def hostfile_name(trainjob: TrainJob) -> str:
     return f"{trainjob.metadata.name}{c.MPI_HOSTFILE_CONFIGMAP_SUFFIX}"
 
 
-def _runtime_resources(info: Info) -> Obj:
-    """Resources of container ``node`` in the first job named ``node`` or ancestor ``trainer``."""
-    for ps in info.pod_sets:
-        if ps.name == c.JOB_NODE or ps.ancestor == c.ANCESTOR_TRAINER:
-            ctr = ps.container(c.CONTAINER_NODE)
-            if ctr is not None and ctr.get("resources") is not None:
-                return container_resources(ctr)
-    return {}
-
-
 def num_proc_per_node(info: Info, trainjob: TrainJob) -> int:
     """Slots per node: ``trainer.numProcPerNode``, else the runtime's, where 1 means one per GPU."""
     mpi = _policy(info)
@@ -72,11 +63,7 @@ def num_proc_per_node(info: Info, trainjob: TrainJob) -> int:
         return int(npp)
     value = 1 if mpi is None or mpi.num_proc_per_node is None else mpi.num_proc_per_node
     if value == 1:
-        if trainer is not None and trainer.resources_per_node is not None:
-            resources = to_dict(trainer.resources_per_node)
-        else:
-            resources = _runtime_resources(info)
-        gpus = num_gpus(resources)
+        gpus = num_gpus(node_resources(info, trainjob))
         if gpus > 1:
             return gpus
     return value
@@ -173,15 +160,9 @@ class MPI:
                         "spec.trainer.numProcPerNode", npp, "must be an integer for MPI runtimes"
                     )
                 )
-            reserved = sorted({e.name for e in trainer.env or () if e.name in c.MPI_RESERVED_ENVS})
-            if reserved:
-                errors.append(
-                    FieldError.invalid(
-                        "spec.trainer.env",
-                        [to_dict(e) for e in trainer.env or ()],
-                        f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
-                    )
-                )
+            reserved = reserved_envs_error(trainer, c.MPI_RESERVED_ENVS)
+            if reserved is not None:
+                errors.append(reserved)
         if _implementation(mpi) != c.MPI_IMPL_OPENMPI:
             errors.append(_unsupported(_implementation(mpi)))
         return errors

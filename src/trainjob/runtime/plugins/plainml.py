@@ -6,10 +6,9 @@ trainer's ``node`` container. Returns early when another ML policy owns the runt
 
 from __future__ import annotations
 
-from trainjob.api import constants as c
-from trainjob.api.base import to_dict
 from trainjob.api.trainer import TrainJob
-from trainjob.runtime.info import Info, upsert_env
+from trainjob.runtime.info import Info
+from trainjob.runtime.plugins.trainer import enforce_trainer
 
 NAME = "PlainML"
 
@@ -23,12 +22,4 @@ class PlainML:
             policy.torch or policy.mpi or policy.jax or policy.xgboost or policy.flux
         ):
             return
-        trainer = trainjob.spec.trainer
-        ps = info.pod_set_by_ancestor(c.ANCESTOR_TRAINER)
-        if ps is None or trainer is None:
-            return
-        if trainer.num_nodes is not None:
-            ps.count = trainer.num_nodes
-        node = ps.container(c.CONTAINER_NODE)
-        if node is not None and trainer.env:
-            upsert_env(node.setdefault("env", []), *(to_dict(e) for e in trainer.env))
+        enforce_trainer(info, trainjob)

@@ -19,6 +19,7 @@ from trainjob.errors import FieldError, InvalidError
 from trainjob.runtime import quantity
 from trainjob.runtime.info import Info, Obj, container_resources, num_gpus, upsert_by, upsert_env
 from trainjob.runtime.plugins import torchtune
+from trainjob.runtime.plugins.trainer import reserved_envs_error
 
 NAME = "Torch"
 
@@ -111,15 +112,9 @@ class Torch:
                     "spec.trainer.numProcPerNode", npp, "must have an int value or [auto cpu gpu]"
                 )
             )
-        reserved = sorted({e.name for e in trainer.env or () if e.name in c.TORCH_RESERVED_ENVS})
-        if reserved:
-            errors.append(
-                FieldError.invalid(
-                    "spec.trainer.env",
-                    [to_dict(e) for e in trainer.env or ()],
-                    f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
-                )
-            )
+        reserved = reserved_envs_error(trainer, c.TORCH_RESERVED_ENVS)
+        if reserved is not None:
+            errors.append(reserved)
         if is_torchtune(new):
             errors.extend(torchtune.validate(new, num_gpus(resources_per_node(info, new))))
         return errors

@@ -10,28 +10,17 @@ follows them and may not name a ``DMLC_*`` env the plugin owns (``validate``).
 from __future__ import annotations
 
 from trainjob.api import constants as c
-from trainjob.api.base import to_dict
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError
-from trainjob.runtime.info import Info, Obj, container_resources, num_gpus, upsert_by, upsert_env
+from trainjob.runtime.info import Info, Obj, num_gpus
+from trainjob.runtime.plugins.trainer import enforce_trainer, node_resources
 
 NAME = "XGBoost"
 
 
 def workers_per_node(info: Info, trainjob: TrainJob) -> int:
     """One worker per GPU, or one per node without GPUs."""
-    trainer = trainjob.spec.trainer
-    if trainer is not None and trainer.resources_per_node is not None:
-        resources = to_dict(trainer.resources_per_node)
-    else:
-        resources = {}
-        for ps in info.pod_sets:
-            if ps.name == c.JOB_NODE or ps.ancestor == c.ANCESTOR_TRAINER:
-                ctr = ps.container(c.CONTAINER_NODE)
-                if ctr is not None and ctr.get("resources") is not None:
-                    resources = container_resources(ctr)
-                    break
-    return num_gpus(resources) or 1
+    return num_gpus(node_resources(info, trainjob)) or 1
 
 
 def dmlc_envs(trainjob_name: str, num_workers: int) -> list[Obj]:
@@ -67,21 +56,7 @@ class XGBoost:
     def enforce_ml_policy(self, info: Info, trainjob: TrainJob) -> None:
         if info.ml_policy is None or info.ml_policy.xgboost is None:
             return
-        ps = info.pod_set_by_ancestor(c.ANCESTOR_TRAINER)
-        trainer = trainjob.spec.trainer
-        if ps is None or trainer is None:
-            return
-        if trainer.num_nodes is not None:
-            ps.count = trainer.num_nodes
-        node = ps.container(c.CONTAINER_NODE)
-        if node is None:
-            return
-        env: list[Obj] = node.setdefault("env", [])
-        workers = ps.count * workers_per_node(info, trainjob)
-        upsert_env(env, *dmlc_envs(trainjob.metadata.name or "", workers))
-        upsert_env(env, *(to_dict(e) for e in trainer.env or ()))
-        upsert_by(
-            node.setdefault("ports", []),
-            "containerPort",
-            {"containerPort": c.CONTAINER_TRAINER_PORT},
+        name = trainjob.metadata.name or ""
+        enforce_trainer(
+            info, trainjob, lambda pods: dmlc_envs(name, pods * workers_per_node(info, trainjob))
         )
