@@ -15,7 +15,7 @@ from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.runtime import resources
 from trainjob.runtime.info import Info, Obj
-from trainjob.runtime.plugins.jobset import object_meta, owner_reference
+from trainjob.runtime.plugins.jobset import owned_meta
 
 NAME = "CoScheduling"
 
@@ -25,6 +25,16 @@ def min_member_and_resources(info: Info) -> tuple[int, dict[str, str]]:
     members = sum(ps.count for ps in info.pod_sets)
     total = resources.total((resources.pod_requests(ps.pod_spec), ps.count) for ps in info.pod_sets)
     return members, total
+
+
+def pod_group(trainjob: TrainJob, api_version: str, spec: Obj) -> Obj:
+    """The PodGroup of ``trainjob`` (named like it, owned by it) for either scheduler."""
+    return {
+        "apiVersion": api_version,
+        "kind": c.POD_GROUP_KIND,
+        "metadata": owned_meta(trainjob),
+        "spec": spec,
+    }
 
 
 class CoScheduling:
@@ -44,13 +54,4 @@ class CoScheduling:
         spec: Obj = {"minMember": members, "minResources": total}
         if pgp.coscheduling.schedule_timeout_seconds is not None:
             spec["scheduleTimeoutSeconds"] = pgp.coscheduling.schedule_timeout_seconds
-        meta = object_meta(trainjob)
-        meta["ownerReferences"] = [owner_reference(trainjob)]
-        return [
-            {
-                "apiVersion": c.COSCHEDULING_API_VERSION,
-                "kind": c.POD_GROUP_KIND,
-                "metadata": meta,
-                "spec": spec,
-            }
-        ]
+        return [pod_group(trainjob, c.COSCHEDULING_API_VERSION, spec)]

@@ -54,6 +54,13 @@ def object_meta(trainjob: TrainJob, name: str | None = None) -> Obj:
     return meta
 
 
+def owned_meta(trainjob: TrainJob, name: str | None = None) -> Obj:
+    """:func:`object_meta` with the TrainJob as controlling owner: metadata of what plugins build."""
+    meta = object_meta(trainjob, name)
+    meta["ownerReferences"] = [owner_reference(trainjob)]
+    return meta
+
+
 class JobSet:
     name = NAME
 

@@ -28,7 +28,7 @@ from trainjob.api.base import to_dict
 from trainjob.api.trainer import MPIMLPolicySource, TrainJob
 from trainjob.errors import FieldError, InvalidError
 from trainjob.runtime.info import Info, Obj, num_gpus, upsert_by, upsert_env
-from trainjob.runtime.plugins.jobset import object_meta, owner_reference
+from trainjob.runtime.plugins.jobset import owned_meta
 from trainjob.runtime.plugins.trainer import node_resources, reserved_envs_error
 
 NAME = "MPI"
@@ -229,12 +229,10 @@ def ssh_secret(trainjob: TrainJob, options: Any) -> Obj:
     if private is not None and public is not None:
         data[c.SSH_AUTH_PRIVATE_KEY] = base64.b64encode(private.encode()).decode()
         data[c.MPI_SSH_PUBLIC_KEY] = base64.b64encode(public.encode()).decode()
-    meta = object_meta(trainjob, secret_name(trainjob))
-    meta["ownerReferences"] = [owner_reference(trainjob)]
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": meta,
+        "metadata": owned_meta(trainjob, secret_name(trainjob)),
         "immutable": True,
         "data": data,
         "type": c.SECRET_TYPE_SSH_AUTH,
@@ -250,11 +248,9 @@ def hostfile_configmap(info: Info, trainjob: TrainJob) -> Obj:
     for ps in info.pod_sets:
         if ps.name == c.JOB_NODE or (as_node and ps.name == c.JOB_LAUNCHER):
             lines.extend(f"{endpoint} slots={slots}\n" for endpoint in ps.endpoints)
-    meta = object_meta(trainjob, hostfile_name(trainjob))
-    meta["ownerReferences"] = [owner_reference(trainjob)]
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": meta,
+        "metadata": owned_meta(trainjob, hostfile_name(trainjob)),
         "data": {c.MPI_HOSTFILE_NAME: "".join(lines)},
     }

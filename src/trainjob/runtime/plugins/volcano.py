@@ -20,8 +20,7 @@ from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError
 from trainjob.runtime.info import Info, Obj
-from trainjob.runtime.plugins.coscheduling import min_member_and_resources
-from trainjob.runtime.plugins.jobset import object_meta, owner_reference
+from trainjob.runtime.plugins.coscheduling import min_member_and_resources, pod_group
 
 NAME = "Volcano"
 
@@ -98,13 +97,4 @@ class Volcano:
             spec["networkTopology"] = {
                 k: topology[k] for k in ("mode", "highestTierAllowed") if k in topology
             }
-        meta = object_meta(trainjob)
-        meta["ownerReferences"] = [owner_reference(trainjob)]
-        return [
-            {
-                "apiVersion": c.VOLCANO_API_VERSION,
-                "kind": c.POD_GROUP_KIND,
-                "metadata": meta,
-                "spec": spec,
-            }
-        ]
+        return [pod_group(trainjob, c.VOLCANO_API_VERSION, spec)]
