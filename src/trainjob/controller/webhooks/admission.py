@@ -43,6 +43,7 @@ from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError, NotFound, not_found_message
 from trainjob.runtime.compiler import validate as compile_validate
+from trainjob.runtime.plugins.jobset import patches_without_time
 
 log = logging.getLogger(__name__)
 
@@ -297,16 +298,7 @@ class Admission:
 
     def _active_jobset_errors(self, old: TrainJob, new: TrainJob) -> list[FieldError]:
         """Patches of a suspended TrainJob may change only while no replicated job is active."""
-
-        def patches(tj: TrainJob) -> list[Obj]:
-            out = []
-            for p in tj.spec.runtime_patches or []:
-                d = to_dict(p)
-                d.pop("time", None)
-                out.append(d)
-            return out
-
-        if patches(old) == patches(new):
+        if patches_without_time(old) == patches_without_time(new):
             return []
         jobset = self.client.get_or_none(
             r.JOBSETS, new.metadata.name or "", new.metadata.namespace or "default"

@@ -266,20 +266,25 @@ def _validate_targets(
     return errors
 
 
+def patches_without_time(tj: TrainJob) -> list[Obj]:
+    """``spec.runtimePatches`` without their ``time`` stamps: what an update may not change."""
+    out = []
+    for p in tj.spec.runtime_patches or []:
+        d = to_dict(p)
+        d.pop("time", None)
+        out.append(d)
+    return out
+
+
 def _validate_patch_mutation(old: TrainJob | None, new: TrainJob) -> list[FieldError]:
     if old is None:
         return []
-
-    def strip(tj: TrainJob) -> list[Obj]:
-        out = []
-        for p in tj.spec.runtime_patches or []:
-            d = to_dict(p)
-            d.pop("time", None)
-            out.append(d)
-        return out
-
     errors: list[FieldError] = []
-    if strip(old) != strip(new) and not old.spec.suspend and not new.spec.suspend:
+    if (
+        patches_without_time(old) != patches_without_time(new)
+        and not old.spec.suspend
+        and not new.spec.suspend
+    ):
         errors.append(
             FieldError.forbidden(
                 RUNTIME_PATCHES_PATH,
