@@ -261,20 +261,7 @@ class LocalExecutor:
 
     def _pods(self, row: JobRow) -> tuple[PodState, ...]:
         return tuple(
-            PodState(
-                job=p.job,
-                index=p.idx,
-                name=p.pod_name,
-                phase=p.phase,
-                exit_code=p.exit_code,
-                started=p.started,
-                finished=p.finished,
-                restarts=p.restarts,
-                job_index=p.job_index,
-                message=p.message,
-            )
-            for p in self.store.pods(row.namespace, row.name)
-            if p.uid == row.uid
+            _pod_state(p) for p in self.store.pods(row.namespace, row.name) if p.uid == row.uid
         )
 
     def _rows(self, namespace: str | None) -> builtins.list[JobRow]:

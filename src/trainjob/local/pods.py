@@ -331,6 +331,18 @@ def _secret_data(obj: Obj) -> dict[str, bytes]:
 # Env
 
 
+def _source_data(objects: Plan, kind: str, ref: Obj) -> dict[str, str] | None:
+    """The data of the ConfigMap or Secret ``ref`` names; None when it is missing but optional."""
+    obj = _find(objects, kind, ref.get("name"))
+    if obj is None:
+        if ref.get("optional"):
+            return None
+        raise PodConfigError(f'{kind.lower()} "{ref.get("name")}" not found')
+    if kind == "Secret":
+        return {k: v.decode() for k, v in _secret_data(obj).items()}
+    return dict(obj.get("data") or {})
+
+
 def _field_value(path: str, pod: PodTemplate, namespace: str) -> str | None:
     m = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
     if m:
@@ -373,17 +385,9 @@ def resolve_env(ctr: Obj, pod: PodTemplate, objects: Plan, namespace: str) -> di
             ref, kind = src["secretRef"], "Secret"
         else:
             continue
-        obj = _find(objects, kind, ref.get("name"))
-        if obj is None:
-            if ref.get("optional"):
-                continue
-            raise PodConfigError(f'{kind.lower()} "{ref.get("name")}" not found')
-        data = (
-            {k: v.decode() for k, v in _secret_data(obj).items()}
-            if kind == "Secret"
-            else dict(obj.get("data") or {})
-        )
-        env.update({prefix + k: v for k, v in data.items()})
+        data = _source_data(objects, kind, ref)
+        if data is not None:
+            env.update({prefix + k: v for k, v in data.items()})
     for var in ctr.get("env") or ():
         name = var["name"]
         if "valueFrom" not in var:
@@ -398,16 +402,9 @@ def resolve_env(ctr: Obj, pod: PodTemplate, objects: Plan, namespace: str) -> di
         elif "secretKeyRef" in vf or "configMapKeyRef" in vf:
             kind = "Secret" if "secretKeyRef" in vf else "ConfigMap"
             ref = vf.get("secretKeyRef") or vf.get("configMapKeyRef")
-            obj = _find(objects, kind, ref.get("name"))
-            if obj is None:
-                if ref.get("optional"):
-                    continue
-                raise PodConfigError(f'{kind.lower()} "{ref.get("name")}" not found')
-            data = (
-                {k: v.decode() for k, v in _secret_data(obj).items()}
-                if kind == "Secret"
-                else dict(obj.get("data") or {})
-            )
+            data = _source_data(objects, kind, ref)
+            if data is None:
+                continue
             if ref["key"] not in data:
                 if ref.get("optional"):
                     continue
