@@ -107,13 +107,26 @@ def _print(table: Columns) -> None:
 
 
 def _dump(objs: list[dict[str, Any]], output: Output) -> str:
-    if output is Output.json:
-        body: Any = (
-            objs[0] if len(objs) == 1 else {"apiVersion": "v1", "kind": "List", "items": objs}
-        )
-        return json.dumps(body, indent=2) + "\n"
     body = objs[0] if len(objs) == 1 else {"apiVersion": "v1", "kind": "List", "items": objs}
+    if output is Output.json:
+        return json.dumps(body, indent=2) + "\n"
     return str(yaml.safe_dump(body, sort_keys=False))
+
+
+def _or_none(*values: str | None) -> list[str]:
+    return [v or "<none>" for v in values]
+
+
+def _print_section(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> None:
+    """A describe section: its title, then an indented table, or ``<none>``."""
+    out.print(f"{title}:")
+    if not rows:
+        out.print("  <none>")
+        return
+    table = _table(*headers, indent="  ")
+    for row in rows:
+        table.add_row(*row)
+    _print(table)
 
 
 def step_name(job: str, index: int, job_index: int = 0) -> str:
@@ -396,63 +409,55 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
         out.print(f"{k:<12}{v}", markup=False)
     if s.message:
         out.print(f"{'Message:':<12}{s.message}", markup=False)
-    out.print("Conditions:")
-    conds = (tj.status.conditions if tj.status else None) or []
-    if conds:
-        t = _table("TYPE", "STATUS", "REASON", "MESSAGE", "LAST TRANSITION", indent="  ")
-        for cond in conds:
-            t.add_row(
-                cond.type,
-                cond.status,
-                cond.reason or "<none>",
-                cond.message or "<none>",
-                cond.last_transition_time or "<none>",
-            )
-        _print(t)
-    else:
-        out.print("  <none>")
-    out.print("Jobs:")
-    js = (tj.status.jobs_status if tj.status else None) or []
-    if js:
-        t = _table("NAME", "READY", "SUCCEEDED", "FAILED", "ACTIVE", "SUSPENDED", indent="  ")
-        for j in js:
-            t.add_row(
+    status = tj.status
+    _print_section(
+        "Conditions",
+        ("TYPE", "STATUS", "REASON", "MESSAGE", "LAST TRANSITION"),
+        [
+            [k.type, k.status, *_or_none(k.reason, k.message, k.last_transition_time)]
+            for k in (status.conditions if status else None) or ()
+        ],
+    )
+    _print_section(
+        "Jobs",
+        ("NAME", "READY", "SUCCEEDED", "FAILED", "ACTIVE", "SUSPENDED"),
+        [
+            [
                 j.name,
                 *(str(v or 0) for v in (j.ready, j.succeeded, j.failed, j.active, j.suspended)),
-            )
-        _print(t)
-    else:
-        out.print("  <none>")
-    out.print("Steps:")
-    if s.pods:
-        t = _table(
-            "STEP", "POD", "PHASE", "EXIT CODE", "STARTED", "FINISHED", "MESSAGE", indent="  "
-        )
-        for p in s.pods:
-            t.add_row(
-                step_name(p.job, p.index, p.job_index), p.name, p.phase,
+            ]
+            for j in (status.jobs_status if status else None) or ()
+        ],
+    )
+    _print_section(
+        "Steps",
+        ("STEP", "POD", "PHASE", "EXIT CODE", "STARTED", "FINISHED", "MESSAGE"),
+        [
+            [
+                step_name(p.job, p.index, p.job_index),
+                p.name,
+                p.phase,
                 "<none>" if p.exit_code is None else str(p.exit_code),
-                p.started or "<none>", p.finished or "<none>", p.message or "<none>",
-            )  # fmt: skip
-        _print(t)
-    else:
-        out.print("  <none>")
+                *_or_none(p.started, p.finished, p.message),
+            ]
+            for p in s.pods
+        ],
+    )
     out.print("Logs:", ex.log_path(name, namespace).parent, markup=False)
-    out.print("Events:")
-    events = ex.events(name, namespace)
-    if events:
-        t = _table("TYPE", "REASON", "AGE", "FROM", "MESSAGE", indent="  ")
-        for e in events:
-            t.add_row(
+    _print_section(
+        "Events",
+        ("TYPE", "REASON", "AGE", "FROM", "MESSAGE"),
+        [
+            [
                 e.type,
                 e.reason,
                 age(e.timestamp),
                 f"{e.involved_kind.lower()}/{e.involved_name}",
                 e.message,
-            )
-        _print(t)
-    else:
-        out.print("  <none>")
+            ]
+            for e in ex.events(name, namespace)
+        ],
+    )
 
 
 @describe_app.command("job")
@@ -491,28 +496,27 @@ def logs_command(
         out.print(line, markup=False)
 
 
+def _each(names: list[str], namespace: str, action: str, done: str) -> None:
+    """Run ``LocalExecutor.<action>`` on each job, printing ``<resource>/<name> <done>``."""
+    ex = executor()
+    for n in names:
+        getattr(ex, action)(n, namespace)
+        out.print(f"{RESOURCE}/{n} {done}")
+
+
 @app.command("suspend")
 def suspend_command(names: list[str], namespace: Namespace = "default") -> None:
     """Suspend TrainJobs (their processes stop; resume starts them again)."""
-    ex = executor()
-    for n in names:
-        ex.suspend(n, namespace)
-        out.print(f"{RESOURCE}/{n} suspended")
+    _each(names, namespace, "suspend", "suspended")
 
 
 @app.command("resume")
 def resume_command(names: list[str], namespace: Namespace = "default") -> None:
     """Resume suspended TrainJobs."""
-    ex = executor()
-    for n in names:
-        ex.resume(n, namespace)
-        out.print(f"{RESOURCE}/{n} resumed")
+    _each(names, namespace, "resume", "resumed")
 
 
 @app.command("delete")
 def delete_command(names: list[str], namespace: Namespace = "default") -> None:
     """Delete TrainJobs: stop their processes, remove their logs and workspace."""
-    ex = executor()
-    for n in names:
-        ex.delete(n, namespace)
-        out.print(f"{RESOURCE}/{n} deleted")
+    _each(names, namespace, "delete", "deleted")
