@@ -17,6 +17,7 @@ import json
 import re
 import sys
 import time
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -496,27 +497,27 @@ def logs_command(
         out.print(line, markup=False)
 
 
-def _each(names: list[str], namespace: str, action: str, done: str) -> None:
-    """Run ``LocalExecutor.<action>`` on each job, printing ``<resource>/<name> <done>``."""
+def _each(names: list[str], namespace: str, action: Callable[..., object], done: str) -> None:
+    """Run a LocalExecutor method on each job, printing ``<resource>/<name> <done>``."""
     ex = executor()
     for n in names:
-        getattr(ex, action)(n, namespace)
+        action(ex, n, namespace)
         out.print(f"{RESOURCE}/{n} {done}")
 
 
 @app.command("suspend")
 def suspend_command(names: list[str], namespace: Namespace = "default") -> None:
     """Suspend TrainJobs (their processes stop; resume starts them again)."""
-    _each(names, namespace, "suspend", "suspended")
+    _each(names, namespace, LocalExecutor.suspend, "suspended")
 
 
 @app.command("resume")
 def resume_command(names: list[str], namespace: Namespace = "default") -> None:
     """Resume suspended TrainJobs."""
-    _each(names, namespace, "resume", "resumed")
+    _each(names, namespace, LocalExecutor.resume, "resumed")
 
 
 @app.command("delete")
 def delete_command(names: list[str], namespace: Namespace = "default") -> None:
     """Delete TrainJobs: stop their processes, remove their logs and workspace."""
-    _each(names, namespace, "delete", "deleted")
+    _each(names, namespace, LocalExecutor.delete, "deleted")
