@@ -7,9 +7,9 @@ with the names of upstream ``kubeflow.trainer``) is imported on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from trainjob import lazy
 from trainjob.errors import FieldError, InvalidError, TrainJobError
 
 __version__ = "0.1.0"
@@ -169,14 +169,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trainjob' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy.exports(__name__, _LAZY)

@@ -6,8 +6,9 @@ that ``kubectl`` would accept (camelCase, no nulls) via :func:`trainjob.api.base
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trainjob import lazy
 
 if TYPE_CHECKING:
     from trainjob.api.base import to_dict
@@ -49,8 +50,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

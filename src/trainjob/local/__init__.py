@@ -10,8 +10,9 @@ supervisor starts without loading the API models.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trainjob import lazy
 
 if TYPE_CHECKING:
     from trainjob.local.executor import LocalExecutor
@@ -28,8 +29,4 @@ _EXPORTS = {
 __all__ = ["Event", "JobFailedError", "JobState", "LocalExecutor", "PodState"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

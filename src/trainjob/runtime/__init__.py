@@ -9,8 +9,9 @@ the API models (the local supervisor starts faster).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trainjob import lazy
 
 if TYPE_CHECKING:
     from trainjob.runtime.compiler import CompileOptions, compile, validate
@@ -26,8 +27,4 @@ _EXPORTS = {
 __all__ = ["CompileOptions", "Plan", "compile", "validate"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

@@ -1,0 +1,33 @@
+"""Lazy package exports (PEP 562): a package's public names are imported on first use.
+
+``trainjob``, ``trainjob.api``, ``trainjob.runtime`` and ``trainjob.local`` list their exports as
+``name -> module`` and set ``__getattr__, __dir__ = lazy.exports(__name__, EXPORTS)``, so that
+importing a package loads none of its heavy modules (pydantic models, the SDK) until a name is
+used. A name once imported is set on the package, so later lookups are plain attribute reads.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def exports(
+    package: str, names: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``package``, whose ``names`` live in these modules."""
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(names))
+
+    return __getattr__, __dir__
