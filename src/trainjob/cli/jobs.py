@@ -17,7 +17,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -50,6 +50,9 @@ class Output(StrEnum):
     json = "json"
     yaml = "yaml"
     name = "name"
+
+
+OutputFormat = Annotated[Output | None, typer.Option("--output", "-o", help="wide|json|yaml|name")]
 
 
 def executor() -> LocalExecutor:
@@ -107,11 +110,23 @@ def _print(table: Columns) -> None:
     sys.stdout.write(table.render() + "\n")
 
 
-def _dump(objs: list[dict[str, Any]], output: Output) -> str:
-    body = objs[0] if len(objs) == 1 else {"apiVersion": "v1", "kind": "List", "items": objs}
+def _printed_as_objects(
+    objs: Sequence[TrainJob | Runtime], output: Output | None, resource: Callable[[Any], str]
+) -> bool:
+    """``-o json|yaml`` (one object, or a List) and ``-o name``: print ``objs`` so, say True."""
+    if output is Output.name:
+        for obj in objs:
+            out.print(resource(obj))
+        return True
+    if output not in (Output.json, Output.yaml):
+        return False
+    dicts = [obj.to_dict() for obj in objs]
+    body = dicts[0] if len(dicts) == 1 else {"apiVersion": "v1", "kind": "List", "items": dicts}
     if output is Output.json:
-        return json.dumps(body, indent=2) + "\n"
-    return str(yaml.safe_dump(body, sort_keys=False))
+        sys.stdout.write(json.dumps(body, indent=2) + "\n")
+    else:
+        sys.stdout.write(yaml.safe_dump(body, sort_keys=False))
+    return True
 
 
 def _or_none(*values: str | None) -> list[str]:
@@ -315,20 +330,13 @@ def get_jobs(
     all_namespaces: Annotated[
         bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
     ] = False,
-    output: Annotated[
-        Output | None, typer.Option("--output", "-o", help="wide|json|yaml|name")
-    ] = None,
+    output: OutputFormat = None,
 ) -> None:
     """List TrainJobs: NAME STATUS RUNTIME NODES RESTARTS AGE."""
     ex = executor()
     ns = None if all_namespaces else namespace
     jobs = [ex.get(n, namespace) for n in names] if names else ex.list(ns)
-    if output in (Output.json, Output.yaml):
-        sys.stdout.write(_dump([j.to_dict() for j in jobs], output))
-        return
-    if output is Output.name:
-        for j in jobs:
-            out.print(f"{RESOURCE}/{j.metadata.name}")
+    if _printed_as_objects(jobs, output, lambda j: f"{RESOURCE}/{j.metadata.name}"):
         return
     if not jobs:
         where = "any namespace" if ns is None else f"{ns} namespace"
@@ -344,9 +352,7 @@ for alias in ("job", "trainjob", "trainjobs"):
 @get_app.command("runtimes")
 def get_runtimes(
     namespace: Namespace = "default",
-    output: Annotated[
-        Output | None, typer.Option("--output", "-o", help="wide|json|yaml|name")
-    ] = None,
+    output: OutputFormat = None,
 ) -> None:
     """List runtimes (built-in ClusterTrainingRuntimes and applied ones): NAME KIND FRAMEWORK."""
     rts = [
@@ -354,12 +360,7 @@ def get_runtimes(
         for r in executor().list_runtimes()
         if not isinstance(r, TrainingRuntime) or (r.metadata.namespace or "default") == namespace
     ]
-    if output in (Output.json, Output.yaml):
-        sys.stdout.write(_dump([r.to_dict() for r in rts], output))
-        return
-    if output is Output.name:
-        for r in rts:
-            out.print(f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}")
+    if _printed_as_objects(rts, output, lambda r: f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}"):
         return
     headers = ["NAME", "KIND", "FRAMEWORK", "NODES"]
     if output is Output.wide:
