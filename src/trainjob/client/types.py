@@ -30,17 +30,20 @@ class CustomTrainer:
             ``def`` at the top level of a file or notebook cell, import what it uses inside its
             body, and not refer to variables of its module or of an enclosing function.
         func_args: Keyword arguments for ``func`` (Python literals: numbers, strings, lists...).
+        image: A container image that replaces the runtime's (Kubernetes backend).
         packages_to_install: Python packages to ``pip install`` before ``func`` runs.
         pip_index_urls: Package index URLs; the first is ``--index-url``, the others
             ``--extra-index-url``.
         num_nodes: Number of training nodes (the runtime's number when not set).
         resources_per_node: Resources of each node, e.g. ``{"cpu": 2, "memory": "4Gi", "gpu": 1}``.
         env: Environment variables added to the training nodes' environment.
-        image: A container image that replaces the runtime's (Kubernetes backend).
+
+    Fields are in upstream's order (SDK v0.5), so positional arguments mean the same.
     """
 
     func: Callable[..., Any]
     func_args: dict[str, Any] | None = None
+    image: str | None = None
     packages_to_install: list[str] | None = None
     pip_index_urls: list[str] = field(
         default_factory=lambda: list(constants.DEFAULT_PIP_INDEX_URLS)
@@ -48,7 +51,6 @@ class CustomTrainer:
     num_nodes: int | None = None
     resources_per_node: dict[str, Any] | None = None
     env: dict[str, str] | None = None
-    image: str | None = None
 
 
 @dataclass
@@ -217,12 +219,16 @@ class RuntimeTrainer:
 
 @dataclass
 class Runtime:
-    """A training runtime (ClusterTrainingRuntime or TrainingRuntime) as the SDK sees it."""
+    """A training runtime (ClusterTrainingRuntime or TrainingRuntime) as the SDK sees it.
+
+    Fields in upstream's order (SDK v0.5: ``name, trainer, kind, pretrained_model``); ``kind``
+    keeps a default so that older code passing only ``name`` and ``trainer`` still works.
+    """
 
     name: str
     trainer: RuntimeTrainer
-    pretrained_model: str | None = None
     kind: RuntimeKind = RuntimeKind.CLUSTER_TRAINING_RUNTIME
+    pretrained_model: str | None = None
 
 
 @dataclass
