@@ -9,7 +9,8 @@ a ``ValueError`` that names the problem and the fix:
 - no source available (defined in the interactive interpreter or through ``exec``);
 - decorated (the decorator would not exist where it runs);
 - a closure over variables of an enclosing function;
-- names taken from its module (module-level imports, constants, helpers);
+- names taken from its module (module-level imports, constants, helpers), in its body or in its
+  default values and annotations (evaluated when the shipped ``def`` runs);
 - ``func_args`` that are not Python literals or do not fit the signature.
 
 Called by :mod:`trainjob.client.builder`.
@@ -82,6 +83,14 @@ def ship(func: Any, func_args: dict[str, Any] | None) -> ShippedFunction:
             f"Cannot ship {what}: it is decorated, and the decorator would not exist where it "
             "runs; remove the decorator (or apply it inside the function)"
         )
+    header_names = sorted(_header_names(node))
+    if header_names:
+        raise ValueError(
+            f"Cannot ship {what}: its default values or type annotations use "
+            f"{', '.join(header_names)}, which do not exist where it runs (they are evaluated "
+            "when the function is defined there); use literal defaults and pass values with "
+            "func_args, and quote the annotations or drop them"
+        )
     module_names = sorted(_module_globals(func))
     if module_names:
         raise ValueError(
@@ -120,6 +129,22 @@ def _source(func: types.FunctionType, what: str) -> str:
     return source
 
 
+def _header_names(node: ast.FunctionDef) -> set[str]:
+    """Non-builtin names read by the ``def`` line itself: defaults and annotations."""
+    args = node.args
+    exprs: list[ast.expr | None] = [*args.defaults, *args.kw_defaults, node.returns]
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+        if arg is not None:
+            exprs.append(arg.annotation)
+    return {
+        n.id
+        for e in exprs
+        if e is not None
+        for n in ast.walk(e)
+        if isinstance(n, ast.Name) and not hasattr(builtins, n.id)
+    }
+
+
 def _loaded_globals(code: types.CodeType) -> Iterator[str]:
     for ins in dis.get_instructions(code):
         if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"):
@@ -153,8 +178,18 @@ def _call_line(func: types.FunctionType, what: str, func_args: dict[str, Any]) -
             f"func_args of {what} must be Python literals (numbers, strings, booleans, None, "
             f"and lists, tuples, dicts or sets of them), got {literal}"
         )
+    sig = inspect.signature(func)
+    params = sig.parameters.values()
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        takes = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = [k for k in func_args if k not in takes]
+        if unknown:
+            raise ValueError(
+                f"func_args do not fit {what}{sig}: it takes no argument named "
+                f"{', '.join(repr(k) for k in unknown)}"
+            )
     try:
-        inspect.signature(func).bind(**func_args)
+        sig.bind(**func_args)
     except TypeError as e:
         raise ValueError(f"func_args do not fit {what}{inspect.signature(func)}: {e}") from e
     return f"{func.__name__}(**{literal})"

@@ -75,3 +75,15 @@ def train_comprehension_local():
     import math
 
     return [math.sqrt(i) for i in range(3)]
+
+
+def train_default_from_module(epochs=EPOCHS):
+    return epochs
+
+
+def train_annotated_with_module_name(data: json.JSONDecoder | None = None) -> None:
+    print(data)
+
+
+def train_annotated_with_builtins(lr: float = 0.1, tags: list[str] | None = None) -> dict:
+    return {"lr": lr, "tags": tags}

@@ -66,6 +66,24 @@ from trainjob.client import function
         pytest.param(
             s.train_plain, {1: 2}, "string keys", id="func_args with non-string keys are refused"
         ),
+        pytest.param(
+            s.train_plain,
+            {"lr": 0.1, "momentum": 0.9, "nesterov": True},
+            "takes no argument named 'momentum', 'nesterov'",
+            id="func_args the function does not take are named",
+        ),
+        pytest.param(
+            s.train_default_from_module,
+            None,
+            "default values or type annotations use EPOCHS",
+            id="a default value taken from the module is refused",
+        ),
+        pytest.param(
+            s.train_annotated_with_module_name,
+            None,
+            "default values or type annotations use json",
+            id="an annotation naming a module-level import is refused",
+        ),
     ],
 )
 def test_unshippable_functions_are_refused_with_the_reason(func, args, fragment):
@@ -107,6 +125,12 @@ def test_a_function_without_source_is_refused_naming_where_it_was_defined():
             None,
             "train_comprehension_local()",
             id="imports inside the function used in a comprehension are fine",
+        ),
+        pytest.param(
+            s.train_annotated_with_builtins,
+            {"lr": 0.2},
+            "train_annotated_with_builtins(**{'lr': 0.2})",
+            id="annotations with builtin types only are shipped",
         ),
     ],
 )
