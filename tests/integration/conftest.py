@@ -136,29 +136,15 @@ class ControlPlane:
         return True
 
 
-def _run(cmd: list[str], log: Path, env: dict[str, str], what: str, attempts: int = 1) -> None:
-    """Run a set-up command; fail the session with its log tail if every attempt fails.
+def _run(cmd: list[str], log: Path, env: dict[str, str], what: str) -> None:
+    """Run a set-up command; fail the session with its log tail if it fails.
 
-    ``hack/testenv up`` gets three attempts: the free loopback ports it picks can be taken by
-    another process between picking and binding (seen as "etcd exited" with an empty log).
+    ``hack/testenv up`` is not retried here: it picks other ports itself when one it chose was
+    taken meanwhile, and the "etcd exited" flake with an empty log (a liveness check that read
+    ``/proc/<pid>/cmdline`` while the child was still inside execve) is fixed there.
     """
-    rc = 0
-    for attempt in range(attempts):
-        if attempt:
-            subprocess.run(
-                [str(HACK / "testenv"), "down"],
-                env=env,
-                cwd=REPO,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-            )
-        with open(log, "ab") as f:
-            rc = subprocess.run(
-                cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=REPO
-            ).returncode
-        if rc == 0:
-            return
+    with open(log, "ab") as f:
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=REPO).returncode
     if rc != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-60:])
         msg = f"{what} failed (exit {rc}); full log {log}; last lines:\n{tail}"
@@ -187,7 +173,7 @@ def control_plane() -> Iterator[ControlPlane]:
     )
     up = [str(HACK / "testenv"), "up", "--no-build", "--kubeconfig", str(kubeconfig)]
     try:
-        _run(up, logs / "testenv-up.log", env, "hack/testenv up", attempts=3)
+        _run(up, logs / "testenv-up.log", env, "hack/testenv up")
         info = json.loads((state / "cp" / "env.json").read_text())
         cp = ControlPlane(
             state_dir=state / "cp",
