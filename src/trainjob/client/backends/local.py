@@ -152,11 +152,14 @@ class LocalBackend(RuntimeBackend):
         )
 
     def _steps(
-        self, state: Any, devices: tuple[str, str] | None, rt: types.Runtime
+        self,
+        state: Any,
+        devices: tuple[str, str] | None = None,
+        rt: types.Runtime | None = None,
     ) -> list[types.Step]:
         has_launcher = any(p.job == c.LAUNCHER for p in state.pods)
         device = devices or (
-            (rt.trainer.device, c.UNKNOWN) if rt.trainer.device != c.UNKNOWN else None
+            (rt.trainer.device, c.UNKNOWN) if rt and rt.trainer.device != c.UNKNOWN else None
         )
         keyed: list[tuple[int, int, types.Step]] = []
         for pod in state.pods:
@@ -178,16 +181,26 @@ class LocalBackend(RuntimeBackend):
         return [k[2] for k in keyed]
 
     def _pod_of_step(self, name: str, step: str) -> tuple[str, int]:
+        """(replicatedJob, index) of the pod behind ``step``; ValueError when the job has no
+        such step (with its steps), RuntimeError when there is no such job."""
         index = self._check_step(step)
-        if index is None:
-            return step, 0
         try:
             state = self.executor.state(name, self.namespace)
         except NotFoundError as e:
             raise self._not_found(name, e) from e
-        if any(p.job == c.LAUNCHER for p in state.pods):
-            return (c.LAUNCHER, 0) if index == 0 else (c.NODE, index - 1)
-        return c.NODE, index
+        has_launcher = any(p.job == c.LAUNCHER for p in state.pods)
+        if index is None:
+            pod = (step, 0)
+        elif has_launcher:
+            pod = (c.LAUNCHER, 0) if index == 0 else (c.NODE, index - 1)
+        else:
+            pod = (c.NODE, index)
+        if state.pods and pod not in {(p.job, p.index) for p in state.pods}:
+            steps = ", ".join(s.name for s in self._steps(state))
+            raise ValueError(
+                f"TrainJob {self.namespace}/{name} has no step {step} (steps: {steps})"
+            )
+        return pod
 
     def get_job_logs(
         self, name: str, follow: bool | None = False, step: str = c.NODE + "-0"
