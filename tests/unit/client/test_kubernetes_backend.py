@@ -341,3 +341,13 @@ def test_a_job_whose_runtime_was_deleted_is_still_reported():
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1, runtime="gone")
     job = backend(server).get_job("j")
     assert (job.name, job.runtime.name, job.runtime.trainer.framework) == ("j", "gone", "Unknown")
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_logs_of_a_node_beyond_the_jobs_nodes_are_refused_instead_of_awaited(follow):
+    server = FakeApiserver()
+    server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 2)
+    server.pods = [[pod("j", "node", 0, "Running"), pod("j", "node", 1, "Pending")]]
+    with pytest.raises(ValueError, match=r"has no step node-2: it has 2 nodes \(node-0..node-1\)"):
+        list(backend(server).get_job_logs("j", step="node-2", follow=follow))
+    assert not any(p.endswith("/log") for p in server.paths())

@@ -294,8 +294,8 @@ class KubernetesBackend(RuntimeBackend):
     def get_job_logs(
         self, name: str, follow: bool | None = False, step: str = c.NODE + "-0"
     ) -> Iterator[str]:
-        self._check_step(step)
-        pod_name = self._wait_for_step(name, step, bool(follow))
+        index = self._check_step(step)
+        pod_name = self._wait_for_step(name, step, index, bool(follow))
         if pod_name is None:
             return
         container = re.sub(r"-\d+$", "", step)
@@ -304,10 +304,19 @@ class KubernetesBackend(RuntimeBackend):
                 pod_name, self.namespace, container=container, follow=bool(follow)
             )
 
-    def _wait_for_step(self, name: str, step: str, follow: bool) -> str | None:
-        """The pod of ``step`` once it left Pending; with ``follow``, wait for that."""
+    def _wait_for_step(self, name: str, step: str, index: int | None, follow: bool) -> str | None:
+        """The pod of ``step`` once it left Pending; with ``follow``, wait for that. A ``node-N``
+        beyond the job's nodes is a ValueError rather than a wait until the job ends."""
         while True:
             job = self.get_job(name)
+            command = job.runtime.trainer.command
+            # MPI: the launcher is node-0 and the workers node-1..; unknown runtime: allow both
+            steps = job.num_nodes + (0 if command and command[0] != "mpirun" else 1)
+            if index is not None and index >= steps:
+                raise ValueError(
+                    f"TrainJob {self.namespace}/{name} has no step {step}: it has "
+                    f"{job.num_nodes} nodes (node-0..node-{steps - 1})"
+                )
             for s in job.steps:
                 if s.name == step and s.status != c.POD_PENDING:
                     return s.pod_name
