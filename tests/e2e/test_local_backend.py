@@ -266,6 +266,8 @@ def test_a_sigkilled_supervisor_fails_the_job_and_stops_its_workers(ex: LocalExe
     assert "exited while the job was Running" in s.message
     _wait_for(lambda: not _pid_alive(pid), 10, "the orphaned worker to exit")
     assert s.pods[0].phase == "Failed"
+    (node,) = ex.get("orphaned").status.jobs_status or ()  # type: ignore[union-attr]
+    assert (node.name, node.active, node.ready) == ("node", 0, 0)
 
 
 def test_bad_input_is_refused_before_anything_starts(ex: LocalExecutor, tmp_path):
@@ -311,3 +313,41 @@ def test_follow_streams_lines_as_they_are_written(ex: LocalExecutor, tmp_path):
         (tmp_path / f"ack{len(seen) - 1}").touch()
     assert seen == ["line 0", "line 1", "line 2"]
     assert ex.wait("stream", timeout=TIMEOUT).phase == "Complete"
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 1 MiB tmpfs (needs root: mount); skips where it cannot be mounted."""
+    where = tmp_path / "tiny"
+    where.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    yield where
+    subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_full_disk_fails_the_job_with_a_reason_and_delete_frees_it(tiny_disk: Path, tmp_path):
+    ex = LocalExecutor(tiny_disk)
+    ex.apply_runtime(L.runtime())
+    code = "for i in range(100_000): print('x' * 100, i)"
+    ex.submit(L.trainjob("fills", code), cwd=str(tmp_path))
+    s = _wait_for(lambda: (st := ex.state("fills")).finished and st, what="Failed")
+    assert s.phase == "Failed"
+    # Whichever noticed first (the worker's log write or the supervisor's store write), the
+    # reason names the full disk, and no pod is left Running.
+    said = [s.message, *(p.message for p in s.pods), *(e.message for e in ex.events("fills"))]
+    assert any(f"no space left on the disk of {tiny_disk}" in m for m in said), said
+    assert [p.phase for p in s.pods] == ["Failed"]
+    assert [c.type for c in ex.get("fills").status.conditions or ()] == ["Failed"]  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match=r"cannot write the job store .*disk is full"):
+        ex.submit(L.trainjob("more", "pass"), cwd=str(tmp_path))
+    ex.delete("fills")
+    assert ex.list() == []
+    ex.submit(L.trainjob("more", "print('room again')"), cwd=str(tmp_path))
+    assert ex.wait("more", timeout=TIMEOUT).phase == "Complete"
+    assert list(ex.logs("more")) == ["room again"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import json
 import os
 import secrets
@@ -36,7 +37,7 @@ from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, status
 from trainjob.local import state as st
 from trainjob.local.state import Event, JobFailedError, JobState, PodState
-from trainjob.local.store import EventRow, JobRow, PodRow, Store, now
+from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError, now
 from trainjob.runtime import CompileOptions, compile
 from trainjob.runtime.plan import Plan
 
@@ -60,6 +61,8 @@ class LocalExecutor:
     def __init__(self, home: Path | None = None) -> None:
         self.home = Path(home) if home is not None else homes.default_home()
         self.store = Store(homes.db_path(self.home))
+        # Pods and event of a job found dead that the store could not record (a full disk).
+        self._unwritten: dict[str, tuple[builtins.list[PodRow], EventRow]] = {}
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -206,10 +209,18 @@ class LocalExecutor:
             return row
         if procs.alive(row.supervisor_pid, row.supervisor_start):
             return row
-        self._fail_dead(row)
-        return self.store.job(row.namespace, row.name) or row
+        failed = self._fail_dead(row)
+        cur = self.store.job(row.namespace, row.name)
+        if cur is None or (cur.uid == row.uid and cur.phase in _LIVE):
+            return failed  # deleted meanwhile, or the store could not be written
+        return cur
 
-    def _fail_dead(self, row: JobRow) -> None:
+    def _fail_dead(self, row: JobRow) -> JobRow:
+        """Stop a dead supervisor's processes and record the job Failed; the Failed row.
+
+        When the store cannot be written (a full disk) the row is returned unwritten, so that
+        readers still see the job Failed; the next reader records it once there is room.
+        """
         for p in self.store.pods(row.namespace, row.name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
@@ -217,10 +228,12 @@ class LocalExecutor:
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         message = (
             f"the local supervisor (pid {row.supervisor_pid}) exited while the job was "
-            f"{row.phase}; its processes were stopped (see {log})"
+            f"{row.phase}; its processes were stopped (see {log})" + homes.disk_full_note(self.home)
         )
         job_status = row.status_dict()
         status.failed(job_status, status.REASON_SUPERVISOR_DIED, message, ts)
+        for counts in job_status.get("jobsStatus") or ():
+            counts.update(active=0, ready=0)  # its processes are stopped
         pods_now = [
             p.__class__(**{**p.__dict__, "phase": st.POD_FAILED, "pid": None, "finished": ts})
             if p.phase in (st.POD_PENDING, st.POD_RUNNING)
@@ -231,18 +244,20 @@ class LocalExecutor:
             row.namespace, row.name, row.uid, "Warning", status.REASON_SUPERVISOR_DIED,
             message, ts, "TrainJob", row.name,
         )  # fmt: skip
-        self.store.write_status(
-            row.namespace,
-            row.name,
-            row.uid,
-            pods=pods_now,
-            events=[event],
-            phase=st.FAILED,
-            reason=status.REASON_SUPERVISOR_DIED,
-            message=message,
-            status=json.dumps(job_status),
-            completed=ts,
-        )
+        failed: dict[str, Any] = {
+            "phase": st.FAILED,
+            "reason": status.REASON_SUPERVISOR_DIED,
+            "message": message,
+            "status": json.dumps(job_status),
+            "completed": ts,
+        }
+        try:
+            self.store.write_status(
+                row.namespace, row.name, row.uid, pods=pods_now, events=[event], **failed
+            )
+        except StoreFullError:
+            self._unwritten[row.uid] = (pods_now, event)
+        return dataclasses.replace(row, **failed)
 
     def _trainjob(self, row: JobRow) -> TrainJob:
         text = row.trainjob
@@ -260,9 +275,10 @@ class LocalExecutor:
         return _state(row, self._pods(row))
 
     def _pods(self, row: JobRow) -> tuple[PodState, ...]:
-        return tuple(
-            _pod_state(p) for p in self.store.pods(row.namespace, row.name) if p.uid == row.uid
-        )
+        rows = self.store.pods(row.namespace, row.name)
+        if row.uid in self._unwritten and row.phase == st.FAILED:
+            rows = self._unwritten[row.uid][0]
+        return tuple(_pod_state(p) for p in rows if p.uid == row.uid)
 
     def _rows(self, namespace: str | None) -> builtins.list[JobRow]:
         rows = self.store.jobs(namespace, light=True)
@@ -306,9 +322,12 @@ class LocalExecutor:
     def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> builtins.list[Event]:
         """The job's events, oldest first."""
         row = self._row(name, namespace)
+        rows = self.store.events(namespace, name)
+        if row.uid in self._unwritten and row.phase == st.FAILED:
+            rows.append(self._unwritten[row.uid][1])
         return [
             Event(e.type, e.reason, e.message, e.timestamp, e.involved_kind, e.involved_name)
-            for e in self.store.events(namespace, name)
+            for e in rows
             if e.uid == row.uid
         ]
 
@@ -417,16 +436,20 @@ class LocalExecutor:
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
-        self.store.update_job(namespace, name, row.uid, deleting=1)
+        try:
+            self.store.update_job(namespace, name, row.uid, deleting=1)
+            grace = 10.0  # the supervisor stops its pods and exits
+        except StoreFullError:
+            grace = 0.0  # it cannot be told: kill it, and free the disk before the store
         pid, token = row.supervisor_pid, row.supervisor_start
-        if pid and not procs.wait_gone(pid, token, timeout=10.0):
+        if pid and not procs.wait_gone(pid, token, timeout=grace):
             procs.kill_group(pid)
             procs.wait_gone(pid, token, timeout=5.0)
         for p in self.store.pods(namespace, name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        self.store.delete_job(namespace, name, row.uid)
         shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
+        self.store.delete_job(namespace, name, row.uid)
 
     def wait(
         self,

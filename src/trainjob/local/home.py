@@ -13,10 +13,13 @@ Used by the executor, the supervisor and the pod builder.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 ENV_HOME = "TRAINJOB_HOME"
 DB_NAME = "trainjob.db"
+# Less free space than this on a job's disk is reported as a full disk.
+LOW_SPACE = 1 << 20
 
 
 def default_home() -> Path:
@@ -56,3 +59,18 @@ def volumes_dir(home: Path, namespace: str, name: str) -> Path:
 
 def supervisor_log(home: Path, namespace: str, name: str) -> Path:
     return job_dir(home, namespace, name) / "supervisor.log"
+
+
+def disk_full_note(path: Path) -> str:
+    """``"; no space left on the disk of PATH (N KiB free)"`` when it is (nearly) full, else ``""``.
+
+    Appended to the message of a pod or supervisor that failed, since a process that cannot write
+    its log cannot say so itself.
+    """
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return ""
+    if free >= LOW_SPACE:
+        return ""
+    return f"; no space left on the disk of {path} ({free // 1024} KiB free)"

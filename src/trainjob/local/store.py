@@ -7,12 +7,15 @@ supervisors of several jobs can use the file at once; a supervisor writes only r
 job ``uid``, so a deleted and re-created job is never touched by the old job's supervisor.
 
 The schema is versioned (``meta.schema_version``); a store written by a newer trainjob is refused
-rather than misread. Called by :mod:`trainjob.local.executor` and :mod:`trainjob.local.supervisor`.
+rather than misread. A write that fails because the disk is full (or the file cannot be written)
+is rolled back and raised as :class:`StoreFullError`, a ConfigError that names the store and what
+to do, never a traceback. Called by :mod:`trainjob.local.executor` and :mod:`trainjob.local.supervisor`.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import threading
 import time
@@ -25,6 +28,13 @@ from typing import Any
 from trainjob.errors import AlreadyExistsError, ConfigError
 
 SCHEMA_VERSION = 1
+# SQLite primary result codes of a write the disk refused (sqlite3.h).
+_WRITE_ERRORS = (10, 13, 14)  # SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
+
+
+class StoreFullError(ConfigError):
+    """The job store could not be written: its disk is full, or the file is not writable."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -179,12 +189,17 @@ class Store:
         # One connection per Store, usable from any thread of this process (the SDK follows logs
         # in threads); the lock keeps each transaction and each read whole.
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            str(path), timeout=30.0, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA busy_timeout = 30000")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
+        try:
+            self._db = sqlite3.connect(
+                str(path), timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA busy_timeout = 30000")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.OperationalError as e:
+            if (e.sqlite_errorcode & 0xFF) in _WRITE_ERRORS:
+                raise StoreFullError(self._cannot_write(e)) from None
+            raise
         self._migrate()
 
     def close(self) -> None:
@@ -193,13 +208,30 @@ class Store:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as e:
+                if (e.sqlite_errorcode & 0xFF) in _WRITE_ERRORS:
+                    raise StoreFullError(self._cannot_write(e)) from None
                 raise
-            self._db.execute("COMMIT")
+
+    def _cannot_write(self, e: sqlite3.Error) -> str:
+        where = self.path.parent
+        try:
+            free = f"{shutil.disk_usage(where).free // 1024} KiB free"
+        except OSError:
+            free = "free space unknown"
+        return (
+            f"cannot write the job store {self.path}: {e} ({free} on its disk): free some space "
+            f"there (trainjob delete removes a job's logs), or set TRAINJOB_HOME to another disk"
+        )
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

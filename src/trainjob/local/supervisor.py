@@ -268,6 +268,7 @@ class Supervisor:
                 self.set_pod(key, phase=st.POD_SUCCEEDED, exit_code=0, finished=now(), pid=None)
             else:
                 what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
+                what += homes.disk_full_note(run.log.parent)
                 self.set_pod(
                     key, phase=st.POD_FAILED, exit_code=code, finished=now(), pid=None, message=what
                 )

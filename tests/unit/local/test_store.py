@@ -15,7 +15,7 @@ import pytest
 from tests.e2e import local_jobs as L
 from trainjob.errors import AlreadyExistsError, ConfigError
 from trainjob.local import LocalExecutor, status
-from trainjob.local.store import SCHEMA_VERSION, EventRow, JobRow, PodRow, Store
+from trainjob.local.store import SCHEMA_VERSION, EventRow, JobRow, PodRow, Store, StoreFullError
 
 
 def _row(name: str = "j", uid: str = "u1", phase: str = "Running", ts: float = 0.0) -> JobRow:
@@ -67,6 +67,28 @@ def test_a_supervisor_write_never_touches_a_recreated_or_finished_job(tmp_path: 
     assert store.update_job("default", "j", "new", phase="Failed")
     assert not store.write_status("default", "j", "new", pods=[], events=[], phase="Complete")
     assert store.job("default", "j").phase == "Failed"  # type: ignore[union-attr]
+
+
+def test_a_full_store_is_a_one_line_error_and_the_store_stays_usable(tmp_path: Path):
+    # SQLite's max_page_count gives the SQLITE_FULL a full disk gives, without root or a tmpfs.
+    store = Store(tmp_path / "db")
+    store.insert_job(_row("small"))
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")
+    big = replace(_row("big", uid="u2"), plan=json.dumps(["x" * 200_000]))
+    with pytest.raises(StoreFullError) as err:
+        store.insert_job(big)
+    message = str(err.value)
+    assert message.startswith(
+        f"cannot write the job store {tmp_path / 'db'}: database or disk is full"
+    )
+    assert "set TRAINJOB_HOME to another disk" in message
+    # The failed write was rolled back: the connection takes the next transaction.
+    assert store.job("default", "big") is None
+    assert store.update_job("default", "small", "u1", phase="Failed")
+    store._db.execute(f"PRAGMA max_page_count = {pages * 1000}")
+    store.insert_job(big)
+    assert store.job("default", "big") is not None
 
 
 def test_concurrent_writers_in_other_processes_all_land(tmp_path: Path):
