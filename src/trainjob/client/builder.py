@@ -139,7 +139,7 @@ def custom_trainer(
 ) -> dict[str, Any]:
     """``spec.trainer`` for a CustomTrainer or CustomTrainerContainer."""
     out: dict[str, Any] = {}
-    if trainer.num_nodes:
+    if trainer.num_nodes is not None:  # 0 is an error, not "the runtime's number"
         out["numNodes"] = _positive("num_nodes", trainer.num_nodes)
     if trainer.resources_per_node:
         out["resourcesPerNode"] = runtimes.resources_per_node(trainer.resources_per_node)
@@ -189,9 +189,9 @@ def torchtune_args(
     args: list[str] = []
     if config.dtype:
         args.append(f"dtype={_enum_value(config.dtype, types.DataType, 'dtype')}")
-    if config.batch_size:
+    if config.batch_size is not None:
         args.append(f"batch_size={_positive('batch_size', config.batch_size)}")
-    if config.epochs:
+    if config.epochs is not None:
         args.append(f"epochs={_positive('epochs', config.epochs)}")
     if config.loss:
         args.append(f"loss={_enum_value(config.loss, types.Loss, 'loss')}")
@@ -259,7 +259,7 @@ def builtin_trainer(
     if not isinstance(config, types.TorchTuneConfig):
         raise ValueError(f"The BuiltinTrainer config is invalid: {config}")
     out: dict[str, Any] = {}
-    if config.num_nodes:
+    if config.num_nodes is not None:
         out["numNodes"] = _positive("num_nodes", config.num_nodes)
     if config.resources_per_node:
         out["resourcesPerNode"] = runtimes.resources_per_node(config.resources_per_node)

@@ -368,6 +368,18 @@ def test_builtin_trainer_uses_the_runtime_command_and_nodes():
             id="negative num_nodes is refused",
         ),
         pytest.param(
+            runtime(),
+            types.CustomTrainer(func=s.train_no_args, num_nodes=0),
+            "num_nodes must be a positive integer, got 0",
+            id="zero num_nodes is refused, not taken as the runtime's number",
+        ),
+        pytest.param(
+            TORCHTUNE,
+            types.BuiltinTrainer(types.TorchTuneConfig(epochs=0)),
+            "epochs must be a positive integer, got 0",
+            id="zero epochs is refused, not dropped",
+        ),
+        pytest.param(
             runtime(), "trainer", "is not supported", id="an unknown trainer type is refused"
         ),
     ],
