@@ -17,11 +17,13 @@ from trainjob.client import constants as c
 from trainjob.client import types
 from trainjob.client.backends.base import RuntimeBackend
 from trainjob.client.config import (
+    ENV_BACKEND,
     KubernetesBackendConfig,
     LocalProcessBackendConfig,
     default_backend_config,
 )
 from trainjob.client.progress import ProgressDisplay
+from trainjob.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -50,25 +52,42 @@ class TrainerClient:
 
     Raises:
         ValueError: the backend config is not one of these.
+        ConfigError: the Kubernetes connection cannot be set up (no usable kubeconfig); when the
+            default rule chose Kubernetes, the message says why and how to run locally.
+
+    ``repr(client)`` names the backend in use: ``TrainerClient(backend='local', ...)``.
     """
 
     def __init__(
         self,
         backend_config: LocalProcessBackendConfig | KubernetesBackendConfig | None = None,
     ) -> None:
+        chosen = not backend_config
         if not backend_config:
             backend_config = default_backend_config()
         self.backend: RuntimeBackend
         if isinstance(backend_config, KubernetesBackendConfig):
             from trainjob.client.backends.kubernetes import KubernetesBackend
 
-            self.backend = KubernetesBackend(backend_config)
+            try:
+                self.backend = KubernetesBackend(backend_config)
+            except ConfigError as e:
+                if not chosen:
+                    raise
+                raise ConfigError(
+                    f"{e} (the kubernetes backend was chosen because a kubeconfig or in-cluster "
+                    f"config exists; set {ENV_BACKEND}=local or pass LocalProcessBackendConfig() "
+                    "to run locally)"
+                ) from e
         elif isinstance(backend_config, LocalProcessBackendConfig):
             from trainjob.client.backends.local import LocalBackend
 
             self.backend = LocalBackend(backend_config)
         else:
             raise ValueError(f"Invalid backend config '{backend_config}'")
+
+    def __repr__(self) -> str:
+        return f"TrainerClient(backend={self.backend.name!r}, namespace={self.backend.namespace!r})"
 
     def list_runtimes(self) -> list[types.Runtime]:
         """The available runtimes (``[]`` if none)."""

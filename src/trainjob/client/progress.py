@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from trainjob.client import types
+from trainjob.client.constants import UNKNOWN
 
 
 def in_notebook() -> bool:
@@ -50,6 +51,13 @@ def format_elapsed(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def device(step: types.Step) -> str:
+    """``gpu x2``, ``cpu`` (count unknown) or ``-`` (device unknown)."""
+    if step.device == UNKNOWN:
+        return "-"
+    return step.device if step.device_count == UNKNOWN else f"{step.device} x{step.device_count}"
 
 
 def summary(job: types.TrainJob, now: datetime | None = None) -> str:
@@ -118,9 +126,7 @@ class ProgressDisplay:
         table.add_column("STATUS")
         table.add_column("DEVICE")
         for step in job.steps:
-            table.add_row(
-                step.name, step.status or "Pending", f"{step.device} x{step.device_count}"
-            )
+            table.add_row(step.name, step.status or "Pending", device(step))
         return table
 
     def _terminal(self, job: types.TrainJob) -> None:

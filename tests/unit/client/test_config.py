@@ -105,3 +105,29 @@ def test_trainer_client_refuses_an_unknown_config():
 
     with pytest.raises(ValueError, match="Invalid backend config"):
         TrainerClient(backend_config="local")  # type: ignore[arg-type]
+
+
+def test_the_client_names_its_backend(tmp_path):
+    from trainjob import TrainerClient
+
+    client = TrainerClient(config.LocalBackendConfig(home=tmp_path / "h", namespace="team"))
+    assert repr(client) == "TrainerClient(backend='local', namespace='team')"
+
+
+def test_an_unusable_kubeconfig_picked_by_the_default_rule_says_how_to_run_locally(
+    home, monkeypatch
+):
+    from trainjob import TrainerClient
+    from trainjob.errors import ConfigError
+
+    kubeconfig(home / ".kube" / "config")  # exists, but has no current context
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("KUBECONFIG", "TRAINJOB_BACKEND", "KUBERNETES_SERVICE_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ConfigError, match="set TRAINJOB_BACKEND=local") as err:
+        TrainerClient()
+    assert "current-context" in str(err.value)
+    # asked for explicitly: the error is the kubeconfig's alone
+    with pytest.raises(ConfigError) as err:
+        TrainerClient(config.KubernetesBackendConfig())
+    assert "TRAINJOB_BACKEND" not in str(err.value)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from trainjob.client import progress, types
 
 CREATED = datetime(2025, 1, 1, tzinfo=UTC)
@@ -54,6 +56,20 @@ def test_terminal_mode_draws_a_table_of_steps():
     text = out.getvalue()
     assert "TrainJob j: Running" in text
     assert "node-1" in text and "Succeeded" in text
+
+
+@pytest.mark.parametrize(
+    ("dev", "count", "shown"),
+    [
+        pytest.param("gpu", "2", "gpu x2", id="device and count"),
+        pytest.param("cpu", "Unknown", "cpu", id="device without a known count"),
+        pytest.param(
+            "Unknown", "Unknown", "-", id="unknown device is a dash, not Unknown xUnknown"
+        ),
+    ],
+)
+def test_device_column(dev, count, shown):
+    assert progress.device(types.Step("node-0", "Running", "p", dev, count)) == shown
 
 
 def test_notebook_mode_is_not_picked_outside_a_kernel():
