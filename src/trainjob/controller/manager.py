@@ -183,9 +183,11 @@ class Manager:
         return None
 
     def _states(self) -> list[str]:
+        """States of the TrainJobs this controller manages (not those ``spec.managedBy`` others)."""
         return [
             st.state(tj, self.jobsets.get(r.TRAINJOBS.key(tj)) is not None)
             for tj in self.trainjobs.list()
+            if (tj.get("spec") or {}).get("managedBy") in (None, "", c.MANAGED_BY_TRAINER)
         ]
 
     # -- probes ------------------------------------------------------------------------------------

@@ -1,13 +1,14 @@
 """Prometheus metrics of the controller, named as controller-runtime names its own.
 
-* ``controller_runtime_reconcile_total{controller, result}`` - result ``success``, ``error``,
-  ``requeue`` (retry with backoff) or ``requeue_after`` (a deadline check later);
+* ``controller_runtime_reconcile_total{controller, result}`` - result ``success``, ``error`` (the
+  key is retried with backoff) or ``requeue_after`` (a deadline check later);
 * ``controller_runtime_reconcile_errors_total{controller}``;
 * ``controller_runtime_reconcile_time_seconds{controller}`` - histogram of reconcile latency;
 * ``workqueue_depth{name}``, ``workqueue_adds_total{name}``, ``controller_runtime_active_workers``;
 * ``leader_election_master_status{name}`` - 1 while this replica leads;
 * ``trainjob_trainjobs{state}`` - TrainJobs by state (Pending, Running, Suspended, Complete, Failed,
-  RuntimeNotFound), counted from the informer cache at scrape time.
+  RuntimeNotFound), counted from the informer cache at scrape time; TrainJobs ``spec.managedBy``
+  another controller (MultiKueue) are not counted, and a standby replica counts none.
 
 Each :class:`Metrics` has its own registry, so tests can run several controllers in one process.
 Served by ``trainjob.controller.http``; updated by ``trainjob.controller.manager``.
