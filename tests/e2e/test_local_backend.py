@@ -151,6 +151,7 @@ def test_suspend_stops_the_pods_and_resume_starts_them_again(ex: LocalExecutor, 
     code = textwrap.dedent(
         """
         import os, time
+        print('started', flush=True)
         open('pid-' + os.environ['ATTEMPT'] + '-' + str(os.getpid()), 'w').close()
         while not os.path.exists('go'):
             time.sleep(0.05)
@@ -176,7 +177,7 @@ def test_suspend_stops_the_pods_and_resume_starts_them_again(ex: LocalExecutor, 
     assert _conditions(ex, "pausable")["Suspended"] == ("False", "Resumed", "TrainJob is resumed")
     (tmp_path / "go").touch()
     assert ex.wait("pausable", timeout=TIMEOUT).phase == "Complete"
-    assert list(ex.logs("pausable")) == ["done"]
+    assert list(ex.logs("pausable")) == ["started", "done"]  # the resumed pod's log only
 
 
 def test_a_job_submitted_suspended_starts_only_when_resumed(ex: LocalExecutor, tmp_path):
@@ -351,3 +352,13 @@ def test_a_full_disk_fails_the_job_with_a_reason_and_delete_frees_it(tiny_disk: 
     ex.submit(L.trainjob("more", "print('room again')"), cwd=str(tmp_path))
     assert ex.wait("more", timeout=TIMEOUT).phase == "Complete"
     assert list(ex.logs("more")) == ["room again"]
+
+
+def test_follow_goes_on_with_the_new_log_when_the_jobset_restarts(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    ex.apply_runtime(L.runtime("retry", failure_policy={"maxRestarts": 1}))
+    code = "import os, sys; print('attempt', os.environ['ATTEMPT']); sys.exit(int(os.environ['ATTEMPT']) == 0)"
+    ex.submit(L.trainjob("again", code, runtime="retry"), cwd=str(tmp_path))
+    assert list(ex.logs("again", follow=True)) == ["attempt 0", "attempt 1"]
+    assert ex.wait("again", timeout=TIMEOUT).restarts == 1
+    assert list(ex.logs("again")) == ["attempt 1"]

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from trainjob import catalog
 from trainjob.api import constants as c
@@ -350,7 +350,8 @@ class LocalExecutor:
     ) -> Iterator[str]:
         """Lines (without newline) of one pod's log.
 
-        With ``follow``, waits for a pending pod, yields lines as they are written and ends
+        With ``follow``, waits for a pending pod, yields lines as they are written, goes on with
+        the new log when the pod is restarted (backoffLimit, JobSet restart, resume) and ends
         when the pod ends.
         """
         row = self._row(name, namespace)
@@ -379,29 +380,35 @@ class LocalExecutor:
                 p.phase == st.POD_RUNNING for p in self.store.pods(row.namespace, row.name)
             )
 
-        while not path.exists():
-            if pod_done():
-                return
-            time.sleep(0.05)
-        with path.open("rb") as f:
-            buf = b""
-            while True:
-                chunk = f.read(65536)
-                if chunk:
+        while True:  # one pass per attempt of the pod: a restart rotates its log
+            while not path.exists():
+                if pod_done():
+                    return
+                time.sleep(0.05)
+            try:
+                f = path.open("rb")
+            except FileNotFoundError:
+                continue
+            with f:
+                buf = b""
+                while True:
+                    chunk = f.read(65536)
+                    if not chunk:
+                        done = pod_done()
+                        if not done and not _replaced(path, f):
+                            time.sleep(0.05)
+                            continue
+                        chunk = f.read()  # what it wrote before it ended
+                        if not chunk:
+                            if buf:
+                                yield buf.decode(errors="replace")
+                            if done:
+                                return
+                            break  # the pod restarted: follow its new log
                     buf += chunk
                     *lines, buf = buf.split(b"\n")
                     for line in lines:
                         yield line.decode(errors="replace")
-                    continue
-                if pod_done():
-                    rest = f.read()
-                    buf += rest
-                    if rest:
-                        continue
-                    if buf:
-                        yield buf.decode(errors="replace")
-                    return
-                time.sleep(0.05)
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         row = self._row(name, namespace)
@@ -540,6 +547,14 @@ def _uid() -> str:
     import uuid
 
     return str(uuid.uuid4())
+
+
+def _replaced(path: Path, f: BinaryIO) -> bool:
+    """Whether ``path`` is no longer the file ``f`` reads (rotated when its pod restarted)."""
+    try:
+        return os.stat(path).st_ino != os.fstat(f.fileno()).st_ino
+    except FileNotFoundError:
+        return True
 
 
 def _read(path: Path) -> Iterator[str]:

@@ -432,6 +432,8 @@ class Supervisor:
             self.clock_start = time.time()
             self.phase = st.RUNNING if self.started else st.CREATED
             self.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
+            for t in self.templates:
+                self._rotate_log(t)  # new pods, new logs (as on a cluster)
             self.new_attempt()
         return True
 
