@@ -442,7 +442,8 @@ def search_path(base_env: Mapping[str, str]) -> str:
 
 
 def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
-    """``argv`` with its executable found here, or a PodConfigError saying what to install."""
+    """``argv`` once its executable is found here (``python`` is this interpreter), or a
+    PodConfigError saying what to install."""
     exe = argv[0]
     if PYTHON_NAMES.match(exe):
         return [sys.executable, *argv[1:]]
@@ -450,11 +451,12 @@ def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
         if os.access(exe, os.X_OK) and not os.path.isdir(exe):
             return argv
         raise PodConfigError(f"{where}: command {exe!r} does not exist on this machine")
-    found = shutil.which(exe, path=path)
-    if found is None:
+    if shutil.which(exe, path=path) is None:
         hint = INSTALL_HINTS.get(exe, "install it, or put it on PATH")
         raise PodConfigError(f"{where}: command {exe!r} not found: {hint}")
-    return [found, *argv[1:]]
+    # Found on PATH, it runs as written, as the kubelet runs it: some programs read their argv[0]
+    # (OpenMPI's mpirun takes an absolute /bin/mpirun as --prefix /, and refuses it).
+    return argv
 
 
 def build_pod(

@@ -296,6 +296,14 @@ def test_python_is_this_interpreter():
     assert pods.resolve_command(["python3", "-c", "1"], "", "") == [sys.executable, "-c", "1"]
 
 
+def test_a_command_found_on_path_keeps_its_argv0(tmp_path: Path):
+    # mpirun reads its argv[0]: an absolute /bin/mpirun means --prefix /, which it refuses.
+    tool = tmp_path / "mpirun"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert pods.resolve_command(["mpirun", "-n", "2"], str(tmp_path), "") == ["mpirun", "-n", "2"]
+
+
 def test_an_mpi_hostfile_becomes_one_localhost_line_with_every_slot():
     text = "a-launcher-0-0.a slots=2\na-node-0-0.a slots=2\na-node-0-1.a slots=2\n"
     assert mpi.localhost_hostfile(text) == "localhost slots=6\n"
