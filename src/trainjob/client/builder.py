@@ -69,12 +69,18 @@ _PIP_SCRIPT = textwrap.dedent(
 )
 
 
+TEMP_LOG_FILE = None
+"""``log_file`` for a fresh temporary file (``mktemp``), so the working directory is left alone."""
+
+
 def pip_install_script(
-    packages: Sequence[str], index_urls: Sequence[str], log_file: str = "pip_install.log"
+    packages: Sequence[str], index_urls: Sequence[str], log_file: str | None = "pip_install.log"
 ) -> str:
-    """The bash prefix that installs ``packages`` (user site first, then system-wide)."""
+    """The bash prefix that installs ``packages`` (user site first, then system-wide), logging to
+    ``log_file`` (upstream's ``pip_install.log`` by default; ``TEMP_LOG_FILE``: a temp file)."""
     if not index_urls:
         raise ValueError("pip_index_urls must name at least one package index")
+    log = '"$(mktemp 2>/dev/null || echo pip_install.log)"' if log_file is None else _dq(log_file)
     pkgs = " ".join(shlex.quote(str(p)) for p in packages)
     opts = " ".join(
         [f"--index-url {shlex.quote(str(index_urls[0]))}"]
@@ -83,7 +89,7 @@ def pip_install_script(
     return (
         _PIP_SCRIPT.replace("__PACKAGES__", pkgs)
         .replace("__OPTS__", opts)
-        .replace("__LOG_FILE__", _dq(log_file))
+        .replace("__LOG_FILE__", log)
     )
 
 
@@ -105,9 +111,8 @@ def function_command(
     if not command:
         raise ValueError(f"Runtime {runtime.name} has no trainer command")
     is_mpi = command[0] == "mpirun"
-    log_file = (
-        os.path.join(c.DEFAULT_MPI_USER_HOME, "pip_install.log") if is_mpi else "pip_install.log"
-    )
+    # upstream logs to ./pip_install.log; a temp file keeps a local job out of the caller's cwd
+    log_file = os.path.join(c.DEFAULT_MPI_USER_HOME, "pip_install.log") if is_mpi else TEMP_LOG_FILE
     install = ""
     if packages_to_install:
         install = pip_install_script(packages_to_install, pip_index_urls, log_file)

@@ -122,6 +122,25 @@ def test_generated_command_never_overwrites_a_file_of_the_working_directory(tmp_
     assert (tmp_path / "shippable.py").read_text() == "KEEP\n"
 
 
+def test_pip_install_leaves_the_working_directory_alone(tmp_path):
+    (tmp_path / "pip_install.log").write_text("KEEP\n")
+    job = builder.build(
+        runtime(),
+        trainer=types.CustomTrainer(
+            func=s.train_no_args,
+            packages_to_install=["no-such-package-zz"],
+            pip_index_urls=[(tmp_path / "no-index").as_uri()],
+        ),
+    )
+    command = job["spec"]["trainer"]["command"]
+    assert 'LOG_FILE="$(mktemp 2>/dev/null || echo pip_install.log)"' in command[-1]
+    out = _run(command, tmp_path)
+    assert out.returncode == 1
+    assert "ERROR: Failed to install Python packages: no-such-package-zz" in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pip_install.log"]
+    assert (tmp_path / "pip_install.log").read_text() == "KEEP\n"
+
+
 @pytest.mark.parametrize(
     ("command", "entrypoint", "prefix"),
     [
