@@ -98,6 +98,8 @@ def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout == "trainjob.trainer.kubeflow.org/cli-job created\n"
     assert "trainjob.trainer.kubeflow.org/cli-job Complete" in run.stderr
+    # Not a terminal: progress is one line per change of phases, before the final line.
+    assert re.search(r"^cli-job: (Created|Running)  node-0 \w+  node-1 \w+$", run.stderr, re.M)
 
     table = _cli(home, "get", "jobs", cwd=tmp_path).stdout.splitlines()
     assert table[0].split() == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
@@ -138,6 +140,24 @@ def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path):
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
     run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
     assert run.returncode == 1
-    assert run.stderr.startswith("error: trainjob.trainer.kubeflow.org/cli-bad Failed")
+    *_progress, last = run.stderr.splitlines()
+    assert last.startswith("error: trainjob.trainer.kubeflow.org/cli-bad Failed")
     assert "FailedJobs: jobset failed due to one or more job failures" in run.stderr
     _cli(home, "delete", "cli-bad", cwd=tmp_path)
+
+
+def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_path):
+    home = tmp_path / "home"
+    init = "import time; time.sleep(0.5); open('/workspace/data.txt', 'w').write('data')"
+    (tmp_path / "runtime.yaml").write_text(
+        yaml.safe_dump(L.runtime("with-init", initializer=init).to_dict())
+    )
+    job = L.trainjob("inits", "print(open('/workspace/data.txt').read())", runtime="with-init")
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
+    run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "trainjob.trainer.kubeflow.org/inits created\ndata\n"
+    progress = [line for line in run.stderr.splitlines() if line.startswith("inits: ")]
+    assert progress[0] == "inits: Created  dataset-initializer Pending  node-0 Pending"
+    assert all(line.endswith("node-0 Pending") for line in progress)
+    assert run.stderr.splitlines()[-1].startswith("trainjob.trainer.kubeflow.org/inits Complete")

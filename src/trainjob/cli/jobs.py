@@ -197,24 +197,56 @@ def load_inputs(paths: list[str], namespace: str | None) -> tuple[list[TrainJob]
     return trainjobs, runtimes
 
 
-def progress_line(s: JobState) -> str:
+def progress_line(s: JobState, with_age: bool = True) -> str:
     pods = "  ".join(f"{step_name(p.job, p.index, p.job_index)} {p.phase}" for p in s.pods)
-    since = s.started or s.created
-    return f"{s.name}: {s.phase}  {pods}  {age(since)}"
+    line = f"{s.name}: {s.phase}  {pods}"
+    return f"{line}  {age(s.started or s.created)}" if with_age else line
 
 
-def watch(ex: LocalExecutor, name: str, namespace: str, quiet: bool = False) -> JobState:
-    """Wait until the job finishes, showing its progress on stderr; return its final state."""
-    if quiet or not err.is_terminal:
-        s = ex.wait(name, namespace, {st.COMPLETE, st.FAILED})
+def watch(
+    ex: LocalExecutor,
+    name: str,
+    namespace: str,
+    quiet: bool = False,
+    until: Callable[[JobState], bool] = lambda s: s.finished,
+) -> JobState:
+    """Wait until ``until`` holds (default: the job finished); return the job's state then.
+
+    Progress goes to stderr: a live status line on a terminal, else one line per change of the
+    job's or its pods' phases (for logs and pipes); nothing when ``quiet``.
+    """
+    if quiet:
+        while not until(s := ex.state(name, namespace)):
+            time.sleep(0.1)
         return s
+    if not err.is_terminal:
+        last = ""
+        while True:
+            s = ex.state(name, namespace)
+            if until(s):
+                return s
+            line = progress_line(s, with_age=False)
+            if line != last:
+                err.print(line, markup=False)
+                last = line
+            time.sleep(0.2)
     with err.status(f"{name}: waiting") as status:
         while True:
             s = ex.state(name, namespace)
-            status.update(progress_line(s))
-            if s.finished:
+            if until(s):
                 return s
+            status.update(progress_line(s))
             time.sleep(0.2)
+
+
+def _started(job: str, index: int, job_index: int) -> Callable[[JobState], bool]:
+    """Whether that pod left Pending (or the job ended)."""
+
+    def started(s: JobState) -> bool:
+        pod = s.pod(job, index, job_index)
+        return s.finished or pod is None or pod.phase != st.POD_PENDING
+
+    return started
 
 
 def finish(s: JobState) -> None:
@@ -271,11 +303,9 @@ def run_command(
     for tj in submitted:
         name, ns = tj.metadata.name or "", tj.metadata.namespace or "default"
         if follow:
-            s = ex.state(name, ns)
-            while not s.pods:
-                time.sleep(0.05)
-                s = ex.state(name, ns)
-            job, index, job_index = default_step(s)
+            job, index, job_index = default_step(watch(ex, name, ns, True, lambda s: bool(s.pods)))
+            # Progress while the steps before it (initializers) run.
+            watch(ex, name, ns, until=_started(job, index, job_index))
             for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
                 out.print(line, markup=False)
             finish(watch(ex, name, ns, quiet=True))
