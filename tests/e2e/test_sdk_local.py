@@ -6,6 +6,7 @@ torch.distributed (gloo) through torchrun on the built-in ``torch-distributed`` 
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -186,3 +187,58 @@ def test_get_runtime_packages_prints_python_and_packages(client, capsys):
     out = capsys.readouterr().out
     assert "Python: 3." in out
     assert client.list_jobs() == []
+
+
+def test_in_a_jupyter_kernel_cell_functions_ship_and_progress_updates_one_line(tmp_path):
+    """A real ipykernel: a function typed in a cell is shipped (its source comes from the cell),
+    one that uses a notebook variable is refused, and show_progress updates one display in place."""
+    pytest.importorskip("ipykernel")
+    manager = pytest.importorskip("jupyter_client.manager")
+    env = dict(os.environ, TRAINJOB_HOME=str(tmp_path / "home"), TRAINJOB_BACKEND="local")
+    km, kc = manager.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    try:
+
+        def run(code: str) -> list[tuple[str, str, str | None]]:
+            msg_id = kc.execute(code)
+            out = []
+            while True:
+                msg = kc.get_iopub_msg(timeout=300)
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                kind, content = msg["msg_type"], msg["content"]
+                if kind == "status" and content["execution_state"] == "idle":
+                    return out
+                if kind == "stream":
+                    out.append((kind, content["text"], None))
+                elif kind == "error":
+                    out.append((kind, f"{content['ename']}: {content['evalue']}", None))
+                elif kind in ("display_data", "update_display_data", "execute_result"):
+                    did = content.get("transient", {}).get("display_id")
+                    out.append((kind, content["data"]["text/plain"], did))
+
+        assert run("from trainjob import TrainerClient, CustomTrainer\nc = TrainerClient()\nc") == [
+            ("execute_result", "TrainerClient(backend='local', namespace='default')", None)
+        ]
+        run("def train(n=2):\n    import time\n    for i in range(n):\n        print('step', i)\n")
+        run("def uses_c():\n    return c\n")
+        refused = run(
+            "try:\n    c.train(trainer=CustomTrainer(func=uses_c))\n"
+            "except ValueError as e:\n    print(e)"
+        )
+        assert "uses names from its module (c)" in refused[0][1]
+        out = run(
+            "name = c.train(trainer=CustomTrainer(func=train, func_args={'n': 2}))\n"
+            "job = c.wait_for_job_status(name, timeout=300, polling_interval=1,"
+            " show_progress=True)\n"
+            "print(job.status, list(c.get_job_logs(name)))"
+        )
+        shown = [o for o in out if o[0] in ("display_data", "update_display_data")]
+        assert shown[0][0] == "display_data"
+        assert all(kind == "update_display_data" for kind, _, _ in shown[1:])
+        assert len({did for _, _, did in shown}) == 1  # one output line, updated in place
+        assert shown[0][1].startswith("TrainJob ") and not shown[0][1].startswith("'")
+        assert shown[-1][1].split(", ")[0].endswith(": Complete")
+        assert out[-1] == ("stream", "Complete ['step 0', 'step 1']\n", None)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

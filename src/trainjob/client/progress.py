@@ -109,11 +109,11 @@ class ProgressDisplay:
     def _notebook(self, job: types.TrainJob) -> None:
         from IPython.display import display  # type: ignore[import-not-found,unused-ignore]
 
-        text = summary(job)
+        data = {"text/plain": summary(job)}  # raw: shown as is, not as a quoted str repr
         if self._handle is None:
-            self._handle = display(text, display_id=True)
+            self._handle = display(data, raw=True, display_id=True)
         else:
-            self._handle.update(text)
+            self._handle.update(data, raw=True)
 
     def _table(self, job: types.TrainJob) -> Any:
         from rich.table import Table
