@@ -6,13 +6,34 @@ Only the fields trainjob reads are typed; every other field is kept as the user 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from trainjob.api.base import K8sModel
 
 Quantity = str | int | float
+
+
+def _in_range(bits: int) -> Any:
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    message = f"must be of type integer with format int{bits}"
+
+    def check(value: int) -> int:
+        # The apiserver's range check of ``format: int32|int64`` (kube-openapi
+        # IsValueValidAgainstRange): a count past it would also make the compiler build a list
+        # that size (endpoints, hostfile lines).
+        if not low <= value <= high:
+            raise PydanticCustomError(f"int{bits}_range", message)
+        return value
+
+    return AfterValidator(check)
+
+
+# Integers as Go declares them (``int32``/``int64``); the CRDs carry the format (crd_rules).
+Int32 = Annotated[int, _in_range(32)]
+Int64 = Annotated[int, _in_range(64)]
 
 
 class OwnerReference(K8sModel):
@@ -32,7 +53,7 @@ class ObjectMeta(K8sModel):
     annotations: dict[str, str] | None = None
     uid: str | None = None
     resource_version: str | None = None
-    generation: int | None = None
+    generation: Int64 | None = None
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     owner_references: list[OwnerReference] | None = None
@@ -56,10 +77,10 @@ class EnvFromSource(K8sModel):
 
 
 class ContainerPort(K8sModel):
-    container_port: int
+    container_port: Int32
     name: str | None = None
     protocol: str | None = None
-    host_port: int | None = None
+    host_port: Int32 | None = None
 
 
 class VolumeMount(K8sModel):
@@ -97,7 +118,7 @@ class Toleration(K8sModel):
     operator: str | None = None
     value: str | None = None
     effect: str | None = None
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class PodSpec(K8sModel):
@@ -114,7 +135,7 @@ class PodSpec(K8sModel):
     priority_class_name: str | None = None
     restart_policy: str | None = None
     overhead: dict[str, Quantity] | None = None
-    termination_grace_period_seconds: int | None = None
+    termination_grace_period_seconds: Int64 | None = None
 
 
 class PodTemplateSpec(K8sModel):
@@ -123,11 +144,11 @@ class PodTemplateSpec(K8sModel):
 
 
 class JobSpec(K8sModel):
-    parallelism: int | None = None
-    completions: int | None = None
-    backoff_limit: int | None = None
+    parallelism: Int32 | None = None
+    completions: Int32 | None = None
+    backoff_limit: Int32 | None = None
     completion_mode: str | None = None
-    active_deadline_seconds: int | None = None
+    active_deadline_seconds: Int64 | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
 
 
@@ -144,4 +165,4 @@ class Condition(K8sModel):
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
-    observed_generation: int | None = None
+    observed_generation: Int64 | None = None

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from trainjob.api.base import K8sModel
-from trainjob.api.core import Condition, JobTemplateSpec, ObjectMeta
+from trainjob.api.core import Condition, Int32, JobTemplateSpec, ObjectMeta
 
 GROUP = "jobset.x-k8s.io"
 VERSION = "v1alpha2"
@@ -23,7 +23,7 @@ class ReplicatedJob(K8sModel):
     name: str
     group_name: str | None = None
     template: JobTemplateSpec = Field(default_factory=JobTemplateSpec)
-    replicas: int | None = None
+    replicas: Int32 | None = None
     depends_on: list[DependsOn] | None = None
 
 
@@ -39,7 +39,7 @@ class SuccessPolicy(K8sModel):
 
 
 class FailurePolicy(K8sModel):
-    max_restarts: int | None = None
+    max_restarts: Int32 | None = None
     restart_strategy: str | None = None
     rules: list[dict[str, Any]] | None = None
 
@@ -53,22 +53,22 @@ class JobSetSpec(K8sModel):
     suspend: bool | None = None
     coordinator: dict[str, Any] | None = None
     managed_by: str | None = None
-    ttl_seconds_after_finished: int | None = None
+    ttl_seconds_after_finished: Int32 | None = None
     volume_claim_policies: list[dict[str, Any]] | None = None
 
 
 class ReplicatedJobStatus(K8sModel):
     name: str
-    ready: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    active: int = 0
-    suspended: int = 0
+    ready: Int32 = 0
+    succeeded: Int32 = 0
+    failed: Int32 = 0
+    active: Int32 = 0
+    suspended: Int32 = 0
 
 
 class JobSetStatus(K8sModel):
     conditions: list[Condition] | None = None
-    restarts: int | None = None
+    restarts: Int32 | None = None
     replicated_jobs_status: list[ReplicatedJobStatus] | None = None
     terminal_state: str | None = None
 

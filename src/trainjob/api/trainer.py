@@ -17,6 +17,8 @@ from trainjob.api.core import (
     Condition,
     Container,
     EnvVar,
+    Int32,
+    Int64,
     LocalObjectReference,
     ObjectMeta,
     ResourceRequirements,
@@ -56,7 +58,7 @@ class Trainer(ApiModel):
     command: list[str] | None = None
     args: list[str] | None = None
     env: list[EnvVar] | None = None
-    num_nodes: int | None = None
+    num_nodes: Int32 | None = None
     resources_per_node: ResourceRequirements | None = None
     # v2.2+: an integer. v2.0/v2.1 also took "auto", "cpu" or "gpu".
     num_proc_per_node: int | str | None = None
@@ -80,7 +82,7 @@ class PodSpecPatch(K8sModel):
     scheduling_gates: list[dict[str, Any]] | None = None
     image_pull_secrets: list[LocalObjectReference] | None = None
     security_context: dict[str, Any] | None = None
-    termination_grace_period_seconds: int | None = None
+    termination_grace_period_seconds: Int64 | None = None
 
 
 class PodTemplatePatch(K8sModel):
@@ -160,7 +162,7 @@ class TrainJobSpec(ApiModel):
     trainer: Trainer | None = None
     runtime_patches: list[RuntimePatch] | None = None
     suspend: bool | None = False
-    active_deadline_seconds: int | None = None
+    active_deadline_seconds: Int64 | None = None
     managed_by: str | None = c.MANAGED_BY_TRAINER
     # v2.0/v2.1 fields, accepted and translated (see trainjob.api.legacy).
     labels: dict[str, str] | None = None
@@ -171,11 +173,11 @@ class TrainJobSpec(ApiModel):
 
 class JobStatus(ApiModel):
     name: str
-    ready: int | None = None
-    succeeded: int | None = None
-    failed: int | None = None
-    active: int | None = None
-    suspended: int | None = None
+    ready: Int32 | None = None
+    succeeded: Int32 | None = None
+    failed: Int32 | None = None
+    active: Int32 | None = None
+    suspended: Int32 | None = None
 
 
 class Metric(ApiModel):
@@ -184,8 +186,8 @@ class Metric(ApiModel):
 
 
 class TrainerStatus(ApiModel):
-    progress_percentage: int | None = None
-    estimated_remaining_seconds: int | None = None
+    progress_percentage: Int32 | None = None
+    estimated_remaining_seconds: Int32 | None = None
     metrics: list[Metric] | None = None
     last_updated_time: str | None = None
 
@@ -211,9 +213,9 @@ class TrainJob(ApiModel):
 class ElasticPolicy(K8sModel):
     """v2.0/v2.1 ``torch.elasticPolicy``: kept as written for elastic training later."""
 
-    max_restarts: int | None = None
-    min_nodes: int | None = None
-    max_nodes: int | None = None
+    max_restarts: Int32 | None = None
+    min_nodes: Int32 | None = None
+    max_nodes: Int32 | None = None
     metrics: list[dict[str, Any]] | None = None
 
 
@@ -234,7 +236,7 @@ class TorchMLPolicySource(ApiModel):
 
 
 class MPIMLPolicySource(ApiModel):
-    num_proc_per_node: int | None = 1
+    num_proc_per_node: Int32 | None = 1
     mpi_implementation: str | None = c.MPI_IMPL_OPENMPI
     ssh_auth_mount_path: str | None = "/root/.ssh"
     run_launcher_as_node: bool | None = False
@@ -245,11 +247,11 @@ class EmptyPolicy(ApiModel):
 
 
 class FluxMLPolicySource(ApiModel):
-    num_proc_per_node: int | None = 1
+    num_proc_per_node: Int32 | None = 1
 
 
 class MLPolicy(ApiModel):
-    num_nodes: int | None = None
+    num_nodes: Int32 | None = None
     torch: TorchMLPolicySource | None = None
     mpi: MPIMLPolicySource | None = None
     jax: EmptyPolicy | None = None
@@ -258,7 +260,7 @@ class MLPolicy(ApiModel):
 
 
 class CoschedulingPodGroupPolicySource(ApiModel):
-    schedule_timeout_seconds: int | None = 60
+    schedule_timeout_seconds: Int32 | None = 60
 
 
 class VolcanoPodGroupPolicySource(ApiModel):

@@ -7,14 +7,43 @@ edits a PodSet's container edits the JobSet the plan will hold.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from trainjob.api import constants as c
 from trainjob.api.trainer import MLPolicy, PodGroupPolicy
 
 Obj = dict[str, Any]
+
+
+class Endpoints(Sequence[str]):
+    """``<trainjob>-<job>-0-<index>.<subdomain>`` for each pod of a job, made when read: a job may
+    have up to 2^31-1 pods, and most plugins read only the first endpoint (upstream's iterator)."""
+
+    def __init__(self, prefix: str, subdomain: str, count: int) -> None:
+        self._prefix, self._subdomain, self._count = prefix, subdomain, max(count, 0)
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        i = index + self._count if index < 0 else index
+        if not 0 <= i < self._count:
+            raise IndexError(index)
+        return f"{self._prefix}{i}.{self._subdomain}"
+
+    def __iter__(self) -> Iterator[str]:
+        return (f"{self._prefix}{i}.{self._subdomain}" for i in range(self._count))
+
+    def __repr__(self) -> str:
+        return f"Endpoints({self._prefix}{{0..{self._count - 1}}}.{self._subdomain})"
 
 
 @dataclass
@@ -25,7 +54,7 @@ class PodSet:
     ancestor: str | None
     count: int
     rjob: Obj
-    endpoints: list[str] = field(default_factory=list)
+    endpoints: Sequence[str] = ()
     runtime_command: list[str] | None = None
     """Command of the trainer's ``node`` container as the runtime had it, before ``trainer.command``."""
 

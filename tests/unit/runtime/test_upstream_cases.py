@@ -891,7 +891,7 @@ def test_pod_network_endpoints(subdomain: str | None, want: dict[str, list[str]]
     )
     info = build_info(tj, rt)
     JobSet().pre_build(info, tj)
-    got = {ps.name: ps.endpoints for ps in info.pod_sets}
+    got = {ps.name: list(ps.endpoints) for ps in info.pod_sets}
     assert got[c.JOB_NODE] == want[c.JOB_NODE]
     assert got[c.JOB_DATASET_INITIALIZER] == [
         "trainJob-dataset-initializer-0-0." + (subdomain or "trainJob")

@@ -21,7 +21,7 @@ from trainjob.api.base import to_dict
 from trainjob.api.jobset import API_VERSION as JOBSET_API_VERSION
 from trainjob.api.trainer import DatasetInitializer, PodSpecOverride, PodSpecPatch, TrainJob
 from trainjob.errors import FieldError
-from trainjob.runtime.info import Info, Obj, upsert_env
+from trainjob.runtime.info import Endpoints, Info, Obj, upsert_env
 
 NAME = "JobSet"
 
@@ -70,7 +70,7 @@ class JobSet:
         network = info.jobset_spec.get("network") or {}
         subdomain = network.get("subdomain") or name
         for ps in info.pod_sets:
-            ps.endpoints = [f"{name}-{ps.name}-0-{i}.{subdomain}" for i in range(ps.count)]
+            ps.endpoints = Endpoints(f"{name}-{ps.name}-0-", subdomain, ps.count)
             job_spec = ps.rjob.setdefault("template", {}).setdefault("spec", {})
             job_spec["parallelism"] = ps.count
             job_spec["completions"] = ps.count

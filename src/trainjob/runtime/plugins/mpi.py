@@ -239,15 +239,43 @@ def ssh_secret(trainjob: TrainJob, options: Any) -> Obj:
     }
 
 
+# The most a ConfigMap may hold (corev1.MaxSecretSize: "must have at most 1048576 bytes").
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+
+
+def _hostfile_too_long(info: Info, trainjob: TrainJob, as_node: bool) -> InvalidError:
+    trainer = trainjob.spec.trainer
+    nodes = trainer.num_nodes if trainer is not None else None
+    if nodes is None:
+        nodes = sum(
+            ps.count
+            for ps in info.pod_sets
+            if ps.name == c.JOB_NODE or (as_node and ps.name == c.JOB_LAUNCHER)
+        )
+    error = FieldError.invalid(
+        "spec.trainer.numNodes",
+        nodes,
+        f"too many nodes for an MPI runtime: the hostfile ConfigMap {hostfile_name(trainjob)} "
+        f"would be over the {MAX_CONFIGMAP_BYTES} bytes a ConfigMap may hold",
+    )
+    kind = f"{c.TRAINJOB_KIND}.{c.GROUP}"
+    return InvalidError([error], kind, trainjob.metadata.name or "")
+
+
 def hostfile_configmap(info: Info, trainjob: TrainJob) -> Obj:
     """The OpenMPI hostfile: one line per pod of ``node`` (and ``launcher`` as a node), in job order."""
     mpi = _policy(info)
     as_node = bool(mpi and mpi.run_launcher_as_node)
     slots = num_proc_per_node(info, trainjob)
     lines: list[str] = []
+    size = 0
     for ps in info.pod_sets:
         if ps.name == c.JOB_NODE or (as_node and ps.name == c.JOB_LAUNCHER):
-            lines.extend(f"{endpoint} slots={slots}\n" for endpoint in ps.endpoints)
+            for endpoint in ps.endpoints:
+                lines.append(f"{endpoint} slots={slots}\n")
+                size += len(lines[-1])
+                if size > MAX_CONFIGMAP_BYTES:
+                    raise _hostfile_too_long(info, trainjob, as_node)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
