@@ -53,7 +53,7 @@ def path_of(loc: tuple[int | str, ...], prefix: str = "") -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("str", "int", "function-after[", "union") or "[" in str(part):
+        elif part in ("str", "int", "float", "bool", "union") or "[" in str(part):
             continue  # union branch markers
         else:
             out += ("." if out else "") + str(part)
@@ -120,7 +120,8 @@ def parse(doc: Any, source: str = "") -> Manifest:
     if isinstance(meta, dict):
         name = str(meta.get("name") or "")
     try:
-        return KINDS[kind].model_validate(doc)  # type: ignore[return-value]
+        # By alias only: `num_nodes` is an unknown field to the apiserver, so here too.
+        return KINDS[kind].model_validate(doc, by_alias=True, by_name=False)  # type: ignore[return-value]
     except ValidationError as e:
         group = c.GROUP if kind != "JobSet" else "jobset.x-k8s.io"
         raise InvalidError(field_errors(e), f"{kind}.{group}", name) from None
