@@ -157,6 +157,13 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
             errs.append(FieldError.duplicate(f"spec.runtimePatches[{i}]", {"manager": p.manager}))
         seen.add(p.manager)
         errs.extend(validate_domain_prefixed_path(path, p.manager))
+    for fld, items in (
+        ("runtimePatches", spec.runtime_patches),
+        ("podSpecOverrides", spec.pod_spec_overrides),
+        ("podTemplateOverrides", spec.pod_template_overrides),
+    ):
+        for i, item in enumerate(items or ()):
+            errs.extend(_patch_directives(f"spec.{fld}[{i}]", to_dict(item)))
     trainer_status = tj.status.trainer_status if tj.status else None
     if trainer_status is not None and trainer_status.last_updated_time is None:
         errs.append(
@@ -168,6 +175,27 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
         )
     if old is not None:
         errs.extend(_validate_immutable(old, tj))
+    return errs
+
+
+def _patch_directives(path: str, value: Any) -> list[FieldError]:
+    """``$patch``, ``$retainKeys``, ... anywhere in a patch: upstream's typed patch has no room for
+    them (the apiserver drops them), and merged here they would end up as fields of the JobSet."""
+    errs: list[FieldError] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and key.startswith("$"):
+                errs.append(
+                    FieldError.forbidden(
+                        f"{path}.{key}",
+                        "strategic merge patch directives are not supported in runtime patches",
+                    )
+                )
+            else:
+                errs.extend(_patch_directives(f"{path}.{key}", item))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            errs.extend(_patch_directives(f"{path}[{i}]", item))
     return errs
 
 
