@@ -120,6 +120,16 @@ def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path):
         "Events:",
     ):
         assert want in described
+    # Sections as kubectl describe prints them: headers underlined with dashes.
+    lines = described.splitlines()
+    for title, headers in (
+        ("Conditions:", ["Type", "Status", "Reason", "Message", "LastTransitionTime"]),
+        ("Steps:", ["Step", "Pod", "Phase", "ExitCode", "Started", "Finished", "Message"]),
+        ("Events:", ["Type", "Reason", "Age", "From", "Message"]),
+    ):
+        at = lines.index(title)
+        assert lines[at + 1].split() == headers
+        assert lines[at + 2].split() == ["-" * len(h) for h in headers]
 
     assert (
         _cli(home, "logs", "cli-job", "--step", "node-1", cwd=tmp_path).stdout == "hello from 1\n"

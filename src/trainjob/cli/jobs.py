@@ -133,13 +133,20 @@ def _or_none(*values: str | None) -> list[str]:
     return [v or "<none>" for v in values]
 
 
+def _field(label: str, value: object) -> None:
+    """A describe line: ``Label:`` padded to the values' column, then the value."""
+    out.print(f"{label + ':':<12}{value}", markup=False)
+
+
 def _print_section(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> None:
-    """A describe section: its title, then an indented table, or ``<none>``."""
-    out.print(f"{title}:")
+    """A describe section as kubectl describe prints one (``Events:``): its title, then an
+    indented table whose headers are underlined with dashes, or ``<none>`` beside the title."""
     if not rows:
-        out.print("  <none>")
+        _field(title, "<none>")
         return
+    out.print(f"{title}:")
     table = _table(*headers, indent="  ")
+    table.add_row(*("-" * len(h) for h in headers))
     for row in rows:
         table.add_row(*row)
     _print(table)
@@ -428,23 +435,23 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
     s = ex.state(name, namespace)
     ref = tj.spec.runtime_ref
     lines = [
-        ("Name:", name),
-        ("Namespace:", namespace),
-        ("Runtime:", f"{ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND}/{ref.name}"),
-        ("Status:", s.phase + (f" ({s.reason})" if s.reason else "")),
-        ("Created:", s.created),
-        ("Started:", s.started or "<none>"),
-        ("Completed:", s.completed or "<none>"),
-        ("Restarts:", str(s.restarts)),
+        ("Name", name),
+        ("Namespace", namespace),
+        ("Runtime", f"{ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND}/{ref.name}"),
+        ("Status", s.phase + (f" ({s.reason})" if s.reason else "")),
+        ("Created", s.created),
+        ("Started", s.started or "<none>"),
+        ("Completed", s.completed or "<none>"),
+        ("Restarts", str(s.restarts)),
     ]
     for k, v in lines:
-        out.print(f"{k:<12}{v}", markup=False)
+        _field(k, v)
     if s.message:
-        out.print(f"{'Message:':<12}{s.message}", markup=False)
+        _field("Message", s.message)
     status = tj.status
     _print_section(
         "Conditions",
-        ("TYPE", "STATUS", "REASON", "MESSAGE", "LAST TRANSITION"),
+        ("Type", "Status", "Reason", "Message", "LastTransitionTime"),
         [
             [k.type, k.status, *_or_none(k.reason, k.message, k.last_transition_time)]
             for k in (status.conditions if status else None) or ()
@@ -452,7 +459,7 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
     )
     _print_section(
         "Jobs",
-        ("NAME", "READY", "SUCCEEDED", "FAILED", "ACTIVE", "SUSPENDED"),
+        ("Name", "Ready", "Succeeded", "Failed", "Active", "Suspended"),
         [
             [
                 j.name,
@@ -463,7 +470,7 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
     )
     _print_section(
         "Steps",
-        ("STEP", "POD", "PHASE", "EXIT CODE", "STARTED", "FINISHED", "MESSAGE"),
+        ("Step", "Pod", "Phase", "ExitCode", "Started", "Finished", "Message"),
         [
             [
                 step_name(p.job, p.index, p.job_index),
@@ -475,10 +482,10 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
             for p in s.pods
         ],
     )
-    out.print("Logs:", ex.log_path(name, namespace).parent, markup=False)
+    _field("Logs", ex.log_path(name, namespace).parent)
     _print_section(
         "Events",
-        ("TYPE", "REASON", "AGE", "FROM", "MESSAGE"),
+        ("Type", "Reason", "Age", "From", "Message"),
         [
             [
                 e.type,
