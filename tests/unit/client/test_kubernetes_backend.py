@@ -351,3 +351,38 @@ def test_logs_of_a_node_beyond_the_jobs_nodes_are_refused_instead_of_awaited(fol
     with pytest.raises(ValueError, match=r"has no step node-2: it has 2 nodes \(node-0..node-1\)"):
         list(backend(server).get_job_logs("j", step="node-2", follow=follow))
     assert not any(p.endswith("/log") for p in server.paths())
+
+
+class ChunkedLog(httpx.SyncByteStream):
+    """A pod log the apiserver sends chunk by chunk; ``sent`` records what has gone out."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.sent: list[bytes] = []
+
+    def __iter__(self):
+        for chunk in self.chunks:
+            self.sent.append(chunk)
+            yield chunk
+
+
+def test_follow_yields_each_line_before_the_next_chunk_is_sent():
+    server = FakeApiserver()
+    server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1)
+    server.pods = [[pod("j", "node", 0, "Running")]]
+    log = ChunkedLog([b"epoch 0\n", b"epoch 1\nepo", b"ch 2\n"])
+    base = server.__call__
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/log"):
+            server.requests.append(request)
+            return httpx.Response(200, stream=log)
+        return base(request)
+
+    conn = Config(server="https://k8s.example:6443", namespace="team", token="tok")
+    lines = KubernetesBackend(client=connect(conn, handler)).get_job_logs("j", follow=True)
+    got = []
+    for line in lines:
+        got.append((line, len(log.sent)))
+    # each line is handed over as soon as its chunk arrived, not when the stream ends
+    assert got == [("epoch 0", 1), ("epoch 1", 2), ("epoch 2", 3)]
