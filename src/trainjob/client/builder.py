@@ -129,13 +129,22 @@ def function_command(
 
 
 def _env_list(env: dict[str, str] | None) -> list[dict[str, str]] | None:
+    """``{"A": "1"}`` -> ``[{"name": "A", "value": "1"}]``; names as Kubernetes accepts them
+    (a pod with any other name would fail only once the job runs). ``None`` is ``""``."""
     if not env:
         return None
+    if not isinstance(env, dict):
+        raise ValueError(f"env must be a dict of names to values, got {type(env).__name__}")
     out = []
     for key, value in env.items():
         if not isinstance(key, str) or not key:
             raise ValueError(f"env names must be non-empty strings, got {key!r}")
-        out.append({"name": key, "value": str(value)})
+        if "=" in key or not all(" " <= ch <= "~" for ch in key):
+            raise ValueError(
+                f"env name {key!r} is invalid: a valid environment variable name must consist "
+                "only of printable ASCII characters other than '='"
+            )
+        out.append({"name": key, "value": "" if value is None else str(value)})
     return out
 
 

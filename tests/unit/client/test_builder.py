@@ -193,6 +193,34 @@ def test_custom_trainer_fills_nodes_resources_image_and_env():
     assert trainer["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "two"}]
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("A=B", id="an env name with '=' is refused before submission"),
+        pytest.param("A\nB", id="an env name with a newline is refused"),
+        pytest.param("ÄÖ", id="a non-ASCII env name is refused"),
+    ],
+)
+def test_env_names_kubernetes_would_refuse_are_refused_here(name):
+    with pytest.raises(ValueError, match="printable ASCII characters other than '='"):
+        builder.build(runtime(), trainer=types.CustomTrainer(func=s.train_no_args, env={name: "1"}))
+
+
+def test_env_values_are_strings_and_none_is_empty():
+    job = builder.build(
+        runtime(),
+        trainer=types.CustomTrainer(
+            func=s.train_no_args, env={"N": 1, "E": None, "S": "$(id) `id`", "my.dotted-name": "x"}
+        ),
+    )
+    assert job["spec"]["trainer"]["env"] == [
+        {"name": "N", "value": "1"},
+        {"name": "E", "value": ""},
+        {"name": "S", "value": "$(id) `id`"},
+        {"name": "my.dotted-name", "value": "x"},
+    ]
+
+
 def test_backend_env_goes_first_and_the_trainers_env_wins():
     job = builder.build(
         runtime(),
