@@ -107,8 +107,9 @@ class ProgressDisplay:
             self.stream.flush()
 
     def _notebook(self, job: types.TrainJob) -> None:
-        from IPython.display import display  # type: ignore[import-not-found,unused-ignore]
+        from IPython import display as ipd  # type: ignore[import-not-found,unused-ignore]
 
+        display: Any = ipd.display  # untyped in IPython
         data = {"text/plain": summary(job)}  # raw: shown as is, not as a quoted str repr
         if self._handle is None:
             self._handle = display(data, raw=True, display_id=True)
