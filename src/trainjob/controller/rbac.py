@@ -56,7 +56,7 @@ CLUSTER_RULES = (
         ("get", "list", "watch", "create", "patch"),
         "runtime snapshot (create, get); MPI hostfile (apply); metadata informer",
     ),
-    Rule(("",), ("secrets",), ("list", "watch", "create"), "MPI SSH Secret; metadata informer"),
+    Rule(("",), ("secrets",), ("create",), "MPI SSH Secret (created, never read)"),
     Rule(
         ("scheduling.x-k8s.io", "scheduling.volcano.sh"),
         ("podgroups",),

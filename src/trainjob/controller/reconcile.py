@@ -8,8 +8,9 @@ upstream's order (``pkg/controller/trainjob_controller.go``):
 2. an unsupported ``runtimeRef`` kind/group -> ``Failed=True/TrainingRuntimeNotSupported``;
 3. unless finished (Complete/Failed): resolve the runtime through its snapshot, compile the Plan
    (``trainjob.runtime.compile``) and server-side apply it (field manager ``trainjob``). A running,
-   unsuspended JobSet is left alone; the MPI Secret is only created when absent; a PodGroup is not
-   re-applied once it exists unless the TrainJob is suspended. A missing runtime sets
+   unsuspended JobSet is left alone; the MPI Secret is only created (``AlreadyExists`` keeps the
+   first key: the controller never reads Secrets, so its RBAC grants no read of any); a PodGroup is
+   not re-applied once it exists unless the TrainJob is suspended. A missing runtime sets
    ``RuntimeNotFound=True`` and is retried with backoff; any failure becomes the Warning event
    ``TrainJobResourcesCreationFailed`` (upstream's message) and a retry with backoff;
 4. ``Suspended`` condition from ``spec.suspend``;
@@ -69,7 +70,6 @@ class Caches:
     trainjobs: Informer
     jobsets: Informer
     configmaps: Informer
-    secrets: Informer
     podgroups: dict[str, Informer] = field(default_factory=dict)
     runtimes: dict[str, Informer] = field(default_factory=dict)  # by plural
 
@@ -101,6 +101,9 @@ class Reconciler:
         self.caches = caches
         self.recorder = recorder
         self.clock = clock
+        # MPI Secrets known to exist ("namespace/name/owner uid"), so a reconcile while suspended
+        # neither makes a key pair nor POSTs one for nothing; AlreadyExists tells the rest.
+        self._secrets_made: set[str] = set()
 
     def reconcile(self, key: str) -> Result:
         cached = self.caches.trainjobs.get(key)
@@ -217,13 +220,13 @@ class Reconciler:
         return informer.get(key)
 
     def compile_options(self, tj: Obj, runtime: Runtime) -> CompileOptions:
-        """A fresh SSH key pair for MPI runtimes whose Secret does not exist yet."""
+        """A fresh SSH key pair for MPI runtimes, unless their Secret is known to exist."""
         policy = runtime.spec.ml_policy
         if policy is None or policy.mpi is None:
             return CompileOptions()
         meta = tj["metadata"]
         secret = f"{meta['namespace']}/{meta['name']}{c.MPI_SSH_AUTH_SECRET_SUFFIX}"
-        if self.caches.secrets.get(secret) is not None:
+        if f"{secret}/{meta.get('uid', '')}" in self._secrets_made:
             return CompileOptions()
         private, public = keys.generate_ssh_key_pair()
         return CompileOptions(ssh_private_key=private, ssh_public_key=public)
@@ -244,10 +247,14 @@ class Reconciler:
                     continue
                 self.client.apply(obj)
             elif kind == "Secret":
-                if self.caches.secrets.get(okey) is not None:
+                # Created once; an existing one (the first key) is kept, never read. Compiled
+                # without a key pair (known to exist), it has no data and is not sent.
+                made = f"{okey}/{_owner_uid(obj)}"
+                if made in self._secrets_made or not obj.get("data"):
                     continue
                 with contextlib.suppress(AlreadyExists):
                     self.client.create(r.SECRETS, obj)
+                self._secrets_made.add(made)
             else:
                 self.client.apply(obj)
         log.debug("%s: applied %d objects", key, len(objects))
@@ -310,6 +317,13 @@ class Reconciler:
 
 def _suspended(jobset: Obj) -> bool:
     return bool((jobset.get("spec") or {}).get("suspend"))
+
+
+def _owner_uid(obj: Obj) -> str:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref.get("uid", ""))
+    return ""
 
 
 def _owned_by(obj: Obj, owner: Obj) -> bool:
