@@ -8,6 +8,7 @@ SDK posts must pass the real CRD schema and CEL rules.
 from __future__ import annotations
 
 import copy
+import threading
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -157,3 +158,44 @@ def test_a_trainjob_from_the_sdk_is_accepted_by_the_crd_and_reported_back(
     assert not control_plane.exists(f"{API}/namespaces/{namespace}/trainjobs/{name}")
     with pytest.raises(RuntimeError, match="404"):
         client.get_job(name)
+
+
+def test_a_failed_job_ends_waits_and_log_follows_at_once_and_is_listed_failed(
+    client: TrainerClient, control_plane: ControlPlane, namespace: str
+) -> None:
+    name = client.train(runtime="torch-distributed", trainer=CustomTrainer(func=train_fn))
+    control_plane.create(f"/api/v1/namespaces/{namespace}/pods", node_pod(name, 0))
+    followed: list[list[str]] = []
+    # follow waits while node-0 is Pending (no kubelet here: it never starts)
+    follower = threading.Thread(
+        target=lambda: followed.append(list(client.get_job_logs(name, follow=True)))
+    )
+    follower.start()
+    follower.join(timeout=2.5)
+    assert follower.is_alive() and followed == []
+
+    control_plane.request(
+        "PATCH",
+        f"{API}/namespaces/{namespace}/trainjobs/{name}/status",
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": "TrainJobFailed",
+                        "message": "node-0 failed",
+                        "lastTransitionTime": "2025-01-01T00:00:00Z",
+                    }
+                ]
+            }
+        },
+        content_type=MERGE,
+    )
+    polls: list[str] = []
+    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
+        client.wait_for_job_status(name, timeout=300, callbacks=[lambda j: polls.append(j.status)])
+    assert polls == ["Failed"]  # raised at the first poll, not after the 300 s timeout
+    assert [(j.name, j.status) for j in client.list_jobs()] == [(name, "Failed")]
+    follower.join(timeout=30)
+    assert not follower.is_alive() and followed == [[]]  # the step never ran: no lines
