@@ -120,7 +120,6 @@ def test_follow_yields_lines_as_they_are_written(client):
     # lines arrive as they are printed: the first before the last one is even written
     written = [float(ln.split(" at ")[1]) for _, ln in arrivals]
     assert arrivals[0][0] < written[2]
-    assert arrivals[2][0] - arrivals[0][0] > 2.0
     assert client.get_job(name).status == "Complete"
 
 
