@@ -205,6 +205,19 @@ def test_stdin_and_a_directory_are_read_like_files(
     assert [js["metadata"]["name"] for js in jobsets(out)] == ["from-stdin", "from-dir"]  # type: ignore[index]
 
 
+def test_yaml_anchors_and_aliases_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    aliased = (
+        trainjob_yaml() + "  trainer:\n    command: &cmd [torchrun, train.py]\n    args: *cmd\n"
+    )
+    plain = aliased.replace("&cmd ", "").replace("*cmd", "[torchrun, train.py]")
+    code, out, err = run(["plan", "-f", write(tmp_path, "alias.yaml", aliased)], capsys)
+    assert (code, err) == (0, "")
+    assert out == run(["plan", "-f", write(tmp_path, "plain.yaml", plain)], capsys)[1]
+    assert "args:\n              - torchrun" in out
+
+
 def test_a_missing_file_is_one_kubectl_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["plan", "-f", "no/such.yaml"], capsys)
     assert (code, out, err) == (1, "", 'error: the path "no/such.yaml" does not exist\n')

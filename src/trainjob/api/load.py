@@ -129,7 +129,48 @@ def parse(doc: Any, source: str = "") -> Manifest:
 
 class KubernetesYAMLLoader(yaml.SafeLoader):
     """YAML read as Kubernetes reads it: an unquoted ``2024-01-05`` stays a string, as with
-    ``sigs.k8s.io/yaml`` (PyYAML would make it a date, or fail on ``2024-13-45``)."""
+    ``sigs.k8s.io/yaml`` (PyYAML would make it a date, or fail on ``2024-13-45``). Aliases are
+    counted, so that a document can be checked for alias bombs and cycles (see
+    :func:`check_aliases`)."""
+
+    aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+        return super().compose_node(parent, index)
+
+
+# go-yaml refuses a document whose aliases expand it past what any manifest needs ("billion
+# laughs": nine aliases of nine aliases ... of a list is 9^9 nodes once walked or printed).
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def check_aliases(doc: Any) -> None:
+    """Raise ``yaml.YAMLError`` if ``doc`` refers to itself, or expands past
+    :data:`MAX_EXPANDED_NODES` nodes (both only possible with aliases)."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(obj: Any) -> int:
+        if not isinstance(obj, dict | list):
+            return 1
+        key = id(obj)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise yaml.YAMLError("an anchor's value contains itself")
+        active.add(key)
+        total = 1
+        for item in obj.values() if isinstance(obj, dict) else obj:
+            total += size(item)
+            if total > MAX_EXPANDED_NODES:
+                raise yaml.YAMLError("document contains excessive aliasing")
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(doc)
 
 
 KubernetesYAMLLoader.yaml_implicit_resolvers = {
@@ -142,7 +183,16 @@ def yaml_documents(text: str) -> list[Any]:
     """The objects of a YAML (or JSON) stream, read as Kubernetes reads them: empty documents
     dropped, ``kind: List`` items and top-level lists flattened. Raises ``yaml.YAMLError``."""
     flat: list[Any] = []
-    for d in yaml.load_all(text, Loader=KubernetesYAMLLoader):
+    loader = KubernetesYAMLLoader(text)
+    try:
+        docs = []
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            docs.append(loader.get_data())
+            if loader.aliases:
+                check_aliases(docs[-1])
+    finally:
+        loader.dispose()
+    for d in docs:
         if d is None:
             continue
         if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
