@@ -140,6 +140,25 @@ class KubernetesYAMLLoader(yaml.SafeLoader):
             self.aliases += 1
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """A key written twice in one mapping is an error (as in go-yaml and the apiserver's
+        strict decoding), not a silent "the last one wins"; keys merged in with ``<<`` may be
+        overridden."""
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                    key_node, yaml.ScalarNode
+                ):
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f'key "{key}" already set in map', key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
 
 # go-yaml refuses a document whose aliases expand it past what any manifest needs ("billion
 # laughs": nine aliases of nine aliases ... of a list is 9^9 nodes once walked or printed).
