@@ -362,3 +362,18 @@ def test_follow_goes_on_with_the_new_log_when_the_jobset_restarts(tmp_path):
     assert list(ex.logs("again", follow=True)) == ["attempt 0", "attempt 1"]
     assert ex.wait("again", timeout=TIMEOUT).restarts == 1
     assert list(ex.logs("again")) == ["attempt 1"]
+
+
+def test_a_port_in_use_fails_the_job_with_what_the_worker_said(ex: LocalExecutor, tmp_path):
+    import socket
+
+    with socket.create_server(("", 0)) as taken:
+        port = taken.getsockname()[1]
+        code = f"import socket; socket.socket().bind(('', {port}))"
+        ex.submit(L.trainjob("port", code), cwd=str(tmp_path))
+        s = ex.wait("port", phases={"Failed"}, timeout=TIMEOUT)
+    assert s.reason == "FailedJobs"
+    assert s.pods[0].message == (
+        'container "node" failed: exit code 1; its log says: '
+        "OSError: [Errno 98] Address already in use"
+    )

@@ -146,13 +146,18 @@ def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path):
 def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path):
     home = tmp_path / "home"
     (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
-    job = L.trainjob("cli-bad", "raise SystemExit(3)")
+    job = L.trainjob("cli-bad", "raise ValueError('lr must be positive')")
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
     run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
     assert run.returncode == 1
     *_progress, last = run.stderr.splitlines()
     assert last.startswith("error: trainjob.trainer.kubeflow.org/cli-bad Failed")
     assert "FailedJobs: jobset failed due to one or more job failures" in run.stderr
+    # ... and what the failed step said, so the cause is on the one line.
+    assert last.endswith(
+        '; node-0: container "node" failed: exit code 1; '
+        "its log says: ValueError: lr must be positive"
+    )
     _cli(home, "delete", "cli-bad", cwd=tmp_path)
 
 

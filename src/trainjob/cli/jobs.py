@@ -263,7 +263,12 @@ def finish(s: JobState) -> None:
     if start is not None and end is not None:
         took = f" in {age(s.started or s.created, end)}"
     if s.phase == st.FAILED:
-        raise TrainJobError(f"{RESOURCE}/{s.name} Failed{took}: {s.reason}: {s.message}")
+        why = f"{s.reason}: {s.message}"
+        failed = [p for p in s.pods if p.phase == st.POD_FAILED and p.exit_code is not None]
+        if failed:  # what the first failed step said (its exit, the error in its log)
+            p = failed[0]
+            why += f"; {step_name(p.job, p.index, p.job_index)}: {p.message}"
+        raise TrainJobError(f"{RESOURCE}/{s.name} Failed{took}: {why}")
     err.print(f"{RESOURCE}/{s.name} {s.phase}{took}")
 
 

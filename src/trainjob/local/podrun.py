@@ -9,6 +9,7 @@ reported as ``128 + N``, as the kubelet does). Used by :mod:`trainjob.local.supe
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import subprocess
 import time
@@ -22,6 +23,34 @@ from trainjob.local.pods import LocalContainer, LocalPod
 def exit_code(returncode: int) -> int:
     """A process's return code as a container's exit code (signal N -> 128 + N)."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: .*)?$")
+_WRAPPERS = ("ChildFailedError",)  # torchrun's own failure: the rank's error is above it
+_TAIL = 65536
+_LONGEST = 300
+
+
+def log_says(log: Path) -> str:
+    """What a failed container's log says went wrong, as kubelet's FallbackToLogsOnError would.
+
+    The last Python exception line in the log's tail (not torchrun's ChildFailedError wrapper),
+    else its last line that is not a rule of ``=``/``-``; "" when the log is empty or unreadable.
+    """
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, f.seek(0, 2) - _TAIL))
+            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [ln for ln in lines if ln.strip("=-_*#~ ")]
+    errors = [
+        ln
+        for ln in lines
+        if _EXCEPTION.match(ln) and not ln.startswith(_WRAPPERS, ln.rfind(".") + 1)
+    ]
+    said = (errors or lines or [""])[-1]
+    return said if len(said) <= _LONGEST else said[: _LONGEST - 3] + "..."
 
 
 def describe_exit(code: int) -> str:

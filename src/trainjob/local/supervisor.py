@@ -33,7 +33,7 @@ from trainjob.api import constants as c
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, status, volumes
 from trainjob.local import state as st
-from trainjob.local.podrun import PodRun, describe_exit
+from trainjob.local.podrun import PodRun, describe_exit, log_says
 from trainjob.local.store import EventRow, PodRow, Store, now
 from trainjob.runtime.plan import Plan
 
@@ -268,7 +268,10 @@ class Supervisor:
                 self.set_pod(key, phase=st.POD_SUCCEEDED, exit_code=0, finished=now(), pid=None)
             else:
                 what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
-                what += homes.disk_full_note(run.log.parent)
+                said = log_says(run.log)
+                what += (f"; its log says: {said}" if said else "") + homes.disk_full_note(
+                    run.log.parent
+                )
                 self.set_pod(
                     key, phase=st.POD_FAILED, exit_code=code, finished=now(), pid=None, message=what
                 )

@@ -11,7 +11,7 @@ import pytest
 from tests.e2e import local_jobs as L
 from trainjob import catalog
 from trainjob.api.load import parse
-from trainjob.local import mpi, pods
+from trainjob.local import mpi, podrun, pods
 from trainjob.runtime import compile
 from trainjob.runtime.plan import Plan
 
@@ -317,3 +317,44 @@ def test_the_preflight_plan_of_a_plain_runtime_runs_python(tmp_path: Path):
     )
     assert local.containers[0].argv == (sys.executable, "-c", "print(1)")
     assert local.containers[0].env["INDEX"] == "0"
+
+
+TORCHRUN_TAIL = """\
+Traceback (most recent call last):
+  File "train.py", line 3, in <module>
+ValueError: boom
+[rank0]: more output
+Traceback (most recent call last):
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+@pytest.mark.parametrize(
+    ("log", "want"),
+    [
+        pytest.param(TORCHRUN_TAIL, "ValueError: boom", id="torchrun: the rank's error"),
+        pytest.param(
+            "x\nOSError: [Errno 98] Address already in use\n",
+            "OSError: [Errno 98] Address already in use",
+            id="a python error",
+        ),
+        pytest.param(
+            "mpirun noticed that process rank 1 exited on signal 9 (Killed).\n"
+            "--------------------------------------------------------------------------\n",
+            "mpirun noticed that process rank 1 exited on signal 9 (Killed).",
+            id="no exception: the last line that is not a rule",
+        ),
+        pytest.param("", "", id="an empty log"),
+        pytest.param("E" * 400 + "\n", "E" * 297 + "...", id="a long line is cut"),
+    ],
+)
+def test_a_failed_container_reports_what_its_log_says(log: str, want: str, tmp_path: Path):
+    path = tmp_path / "node-0.log"
+    path.write_text(log)
+    assert podrun.log_says(path) == want
+    assert podrun.log_says(tmp_path / "missing.log") == ""
