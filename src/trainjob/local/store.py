@@ -14,7 +14,9 @@ to do, never a traceback. Called by :mod:`trainjob.local.executor` and :mod:`tra
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import threading
@@ -184,7 +186,11 @@ class Store:
     """A connection to ``path`` (created with its schema on first use)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Private to its user: the store holds Secrets of the Plan (the MPI SSH key) and every
+        # job's env. SQLite gives the -wal and -shm files the database file's mode.
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self.path = path
         # One connection per Store, usable from any thread of this process (the SDK follows logs
         # in threads); the lock keeps each transaction and each read whole.

@@ -41,6 +41,14 @@ def test_a_store_from_a_newer_trainjob_is_refused(tmp_path: Path):
         Store(tmp_path / "db")
 
 
+def test_a_new_home_and_its_store_are_private_to_their_user(tmp_path: Path):
+    store = Store(tmp_path / "home" / "trainjob.db")
+    store.insert_job(_row())
+    assert (tmp_path / "home").stat().st_mode & 0o777 == 0o700
+    for name in ("trainjob.db", "trainjob.db-wal", "trainjob.db-shm"):
+        assert (tmp_path / "home" / name).stat().st_mode & 0o777 == 0o600, name
+
+
 def test_the_store_uses_wal_so_readers_never_wait_for_the_supervisor(tmp_path: Path):
     Store(tmp_path / "db")
     assert sqlite3.connect(tmp_path / "db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
