@@ -117,10 +117,46 @@ def test_plan_prints_a_json_list_of_the_same_objects(capsys: pytest.CaptureFixtu
     assert json.loads(out) == list(yaml.safe_load_all(as_yaml))
 
 
-def test_an_unknown_output_format_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["plan", "-f", str(EXAMPLE), "-o", "xml"], capsys)
+@pytest.mark.parametrize(
+    ("args", "first_line"),
+    [
+        pytest.param(
+            ["plan", "-f", str(EXAMPLE), "-o", "xml"],
+            "error: invalid value for '--output' / '-o': Value error, 'xml' is not one of "
+            "'yaml', 'json'.",
+            id="an unknown output format",
+        ),
+        pytest.param(["plan"], "error: missing option '--filename' / '-f'.", id="no -f"),
+        pytest.param(["plan", "--bogus"], "error: no such option: --bogus", id="an unknown flag"),
+        pytest.param(
+            ["plan", "-f", str(EXAMPLE), "extra"],
+            "error: got unexpected extra argument(s) (extra)",
+            id="an argument plan does not take",
+        ),
+    ],
+)
+def test_usage_errors_are_two_kubectl_lines(
+    args: list[str], first_line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(args, capsys)
     assert (code, out) == (2, "")
-    assert "xml" in err and "Traceback" not in err
+    assert err == f"{first_line}\nSee 'trainjob plan --help' for usage.\n"
+
+
+def test_an_unknown_command_names_the_top_level_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["plna"], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith("error: no such command 'plna'.")
+    assert err.endswith("\nSee 'trainjob --help' for usage.\n")
+
+
+def test_plan_help_names_its_options_and_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["plan", "--help"], capsys)
+    assert (code, err) == (0, "")
+    text = " ".join(out.replace("│", " ").split())
+    for part in ("--filename -f FILE", "--output -o <yaml|json>", "--namespace -n NAMESPACE"):
+        assert part in text
+    assert "trainjob plan -f job.yaml -f runtime.yaml -o json" in text
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,11 @@ import sys
 
 import typer
 
+try:  # typer >= 0.2x carries its own copy of click
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+except ImportError:  # pragma: no cover - older typer on click
+    from click.exceptions import ClickException, NoArgsIsHelpError  # type: ignore[assignment]
+
 from trainjob import __version__
 from trainjob.api import constants as c
 from trainjob.errors import InvalidError, TrainJobError
@@ -71,11 +76,30 @@ def version() -> None:
     typer.echo(f"trainjob {__version__} ({c.API_VERSION})")
 
 
+def usage_error(err: ClickException) -> int:
+    """A command-line mistake as kubectl prints one: ``error: unknown flag ...`` then where to
+    read the usage (a help screen when no arguments were given: it is printed already)."""
+    if isinstance(err, NoArgsIsHelpError):
+        return err.exit_code
+    msg = err.format_message()
+    sys.stderr.write(f"error: {msg[:1].lower()}{msg[1:]}\n")
+    ctx = getattr(err, "ctx", None)
+    if ctx is not None:
+        sys.stderr.write(f"See '{ctx.command_path} --help' for usage.\n")
+    return err.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return its exit code (0 ok, 1 user error, 2 usage error, 130 interrupted)."""
     _register()
     try:
-        app(args=argv)
+        code = app(args=argv, prog_name="trainjob", standalone_mode=False)
+        return code if isinstance(code, int) and not isinstance(code, bool) else 0
+    except ClickException as e:
+        return usage_error(e)
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        return 1
     except TrainJobError as e:
         report(e)
         return 1
@@ -86,7 +110,6 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e.code, int):
             return e.code
         return 0 if e.code is None else 1
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -228,14 +228,25 @@ def render(plans: list[Plan], output: Output) -> str:
     return "---\n".join(p.to_yaml() for p in plans)
 
 
-@app.command("plan")
+PLAN_HELP = (
+    "Print the objects (JobSet, PodGroup, ...) each TrainJob compiles to; run nothing.\n\n"
+    "A TrainJob's runtime comes from the files given, else from the built-in set "
+    "(trainjob get runtimes). Invalid input: one line per problem on stderr, exit code 1, "
+    "nothing on stdout.\n\n"
+    "Examples: trainjob plan -f job.yaml;  trainjob plan -f job.yaml -f runtime.yaml -o json"
+)
+
+
+@app.command("plan", help=PLAN_HELP)
 def plan_command(
     filename: Annotated[
         list[str],
         typer.Option(
             "--filename",
             "-f",
-            help="TrainJob and runtime manifests (YAML or JSON); '-' reads stdin. Repeatable.",
+            metavar="FILE",
+            help="TrainJob and runtime manifests (YAML or JSON); '-' reads stdin, a directory "
+            "its *.yaml, *.yml and *.json files. Repeatable.",
         ),
     ],
     output: Annotated[
@@ -244,11 +255,13 @@ def plan_command(
     namespace: Annotated[
         str | None,
         typer.Option(
-            "--namespace", "-n", help="Namespace of objects that name none (default: default)."
+            "--namespace",
+            "-n",
+            metavar="NAMESPACE",
+            help="Namespace of objects that name none (default: default).",
         ),
     ] = None,
 ) -> None:
-    """Print the objects (JobSet, PodGroup, ...) each TrainJob compiles to; run nothing."""
     result = plan_files(filename, namespace)
     if result.errors:
         for err in result.errors:
