@@ -19,6 +19,7 @@ from tests.e2e import local_jobs as L
 
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
 from trainjob.local import JobFailedError, LocalExecutor, procs
+from trainjob.local import home as homes
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 90.0
@@ -276,6 +277,16 @@ def test_bad_input_is_refused_before_anything_starts(ex: LocalExecutor, tmp_path
         ex.submit(L.trainjob("x", "pass", runtime="no-such-runtime"))
     with pytest.raises(InvalidError, match="RFC 1035"):
         ex.submit(L.trainjob("Bad_Name", "pass"))
+    # A namespace names a directory that delete removes: "../.." must never reach the disk.
+    escape = L.trainjob("home", "pass")
+    escape.metadata.namespace = "../../.."
+    with pytest.raises(
+        InvalidError,
+        match=r'metadata\.namespace: Invalid value: "\.\./\.\./\.\.": a lowercase RFC 1123 label',
+    ):
+        ex.submit(escape, cwd=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"'\.\.' is not a valid job namespace or name here"):
+        homes.job_dir(ex.home, "..", "home")
     job = L.trainjob("x", "pass")
     job.spec.trainer.command = ["no-such-tool", "--flag"]  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="command 'no-such-tool' not found"):

@@ -14,10 +14,12 @@ Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import dataclasses
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -44,6 +46,12 @@ from trainjob.runtime.plan import Plan
 DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_LABEL_MESSAGE = (  # Kubernetes' apimachinery validation message
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 # Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
 _STARTED: builtins.list[subprocess.Popen[bytes]] = []
 
@@ -87,6 +95,13 @@ class LocalExecutor:
                 )
             meta.name = meta.generate_name + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
         ns, name = meta.namespace, meta.name
+        if len(ns) > 63 or not _DNS1123_LABEL.fullmatch(ns):
+            # The namespace names a directory under $TRAINJOB_HOME: "../.." must never pass.
+            raise InvalidError(
+                [FieldError.invalid("metadata.namespace", ns, _DNS1123_LABEL_MESSAGE)],
+                "TrainJob",
+                name,
+            )
         runtime = catalog.resolve(tj, [*runtimes, *self._stored_runtimes()])
         options = CompileOptions()
         policy = runtime.spec.ml_policy
@@ -455,7 +470,8 @@ class LocalExecutor:
         for p in self.store.pods(namespace, name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
+        with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to: no files
+            shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
         self.store.delete_job(namespace, name, row.uid)
 
     def wait(

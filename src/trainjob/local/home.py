@@ -16,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from trainjob.errors import ConfigError
+
 ENV_HOME = "TRAINJOB_HOME"
 DB_NAME = "trainjob.db"
 # Less free space than this on a job's disk is reported as a full disk.
@@ -33,6 +35,11 @@ def db_path(home: Path) -> Path:
 
 
 def job_dir(home: Path, namespace: str, name: str) -> Path:
+    """``home/jobs/NS/NAME``; a namespace or name that is not one plain path component (``..``,
+    ``a/b``) is refused, since the job's directory is removed with it."""
+    for part in (namespace, name):
+        if not part or part in (".", "..") or "/" in part or "\0" in part:
+            raise ConfigError(f"{part!r} is not a valid job namespace or name here")
     return home / "jobs" / namespace / name
 
 
