@@ -46,6 +46,7 @@ from trainjob.runtime.plan import Plan
 DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL_MESSAGE = (  # Kubernetes' apimachinery validation message
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
@@ -220,9 +221,14 @@ class LocalExecutor:
     def _check_alive(self, row: JobRow) -> JobRow:
         """Fail a live-phase job whose supervisor is gone; return the current row."""
         _reap()
-        if row.phase not in _LIVE or row.supervisor_pid is None:
+        if row.phase not in _LIVE:
             return row
-        if procs.alive(row.supervisor_pid, row.supervisor_start):
+        if row.supervisor_pid is None:
+            # Submitted, and its supervisor not started yet, or never (the client died between
+            # storing the job and starting it): a supervisor records its pid within a second.
+            if time.time() - row.created_ts < _START_GRACE:
+                return row
+        elif procs.alive(row.supervisor_pid, row.supervisor_start):
             return row
         failed = self._fail_dead(row)
         cur = self.store.job(row.namespace, row.name)
@@ -241,10 +247,17 @@ class LocalExecutor:
                 procs.kill_group(p.pid)
         ts = now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
-        message = (
-            f"the local supervisor (pid {row.supervisor_pid}) exited while the job was "
-            f"{row.phase}; its processes were stopped (see {log})" + homes.disk_full_note(self.home)
-        )
+        if row.supervisor_pid is None:
+            message = (
+                "the local supervisor never started (the client that submitted the job exited "
+                "first); submit it again"
+            )
+        else:
+            message = (
+                f"the local supervisor (pid {row.supervisor_pid}) exited while the job was "
+                f"{row.phase}; its processes were stopped (see {log})"
+            )
+        message += homes.disk_full_note(self.home)
         job_status = row.status_dict()
         status.failed(job_status, status.REASON_SUPERVISOR_DIED, message, ts)
         for counts in job_status.get("jobsStatus") or ():
