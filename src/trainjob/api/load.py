@@ -119,12 +119,44 @@ def parse(doc: Any, source: str = "") -> Manifest:
     meta = doc.get("metadata")
     if isinstance(meta, dict):
         name = str(meta.get("name") or "")
+    group = c.GROUP if kind != "JobSet" else "jobset.x-k8s.io"
+    too_deep = _too_deep(doc)
+    if too_deep is not None:
+        raise InvalidError([too_deep], f"{kind}.{group}", name)
     try:
         # By alias only: `num_nodes` is an unknown field to the apiserver, so here too.
         return KINDS[kind].model_validate(doc, by_alias=True, by_name=False)  # type: ignore[return-value]
     except ValidationError as e:
-        group = c.GROUP if kind != "JobSet" else "jobset.x-k8s.io"
         raise InvalidError(field_errors(e), f"{kind}.{group}", name) from None
+
+
+# Deeper than any Kubernetes object goes (a TrainJob's deepest fields are ~25 levels down), and
+# shallow enough for every step after parsing: pydantic serialises at most ~250 levels.
+MAX_DEPTH = 128
+
+
+def _deeper_than(obj: Any, levels: int) -> bool:
+    if levels < 0:
+        return True
+    for v in obj.values() if isinstance(obj, dict) else obj:
+        if isinstance(v, dict | list) and _deeper_than(v, levels - 1):
+            return True
+    return False
+
+
+def _too_deep(doc: Any) -> FieldError | None:
+    """The error for the first value nested deeper than :data:`MAX_DEPTH`, else None."""
+    if not _deeper_than(doc, MAX_DEPTH):
+        return None
+    path, obj = "", doc
+    for levels in range(MAX_DEPTH, -1, -1):  # down a branch that is too deep
+        in_list = isinstance(obj, list)
+        items = enumerate(obj) if in_list else obj.items()
+        key, obj = next(
+            (k, v) for k, v in items if isinstance(v, dict | list) and _deeper_than(v, levels - 1)
+        )
+        path = f"{path}[{key}]" if in_list else f"{path}.{key}" if path else str(key)
+    return FieldError.invalid(path, "...", f"must not be nested more than {MAX_DEPTH} levels deep")
 
 
 class KubernetesYAMLLoader(yaml.SafeLoader):
