@@ -1,5 +1,6 @@
 """The MPI SSH Secret: made once, kept through re-reconciles, resume and a controller restart
-(the controller never reads Secrets: a second key pair is refused with AlreadyExists), and the
+(the controller never reads Secrets: a second key pair is refused with AlreadyExists), made
+again when deleted while the TrainJob is suspended, and the
 private key appears in no log line (at DEBUG), no Event and no status, also when creating the
 Secret fails (a ResourceQuota with unknown usage refuses it)."""
 
@@ -170,6 +171,15 @@ def test_the_ssh_key_is_made_once_and_never_shown(
         poke(kube, "mpi", namespace, 9)
         time.sleep(1)
         assert kube.get(r.SECRETS, SECRET.format("mpi"), namespace)["data"] == first["data"]
+
+        # Deleted while suspended, it is made again (a new key) by the next reconcile.
+        kube.delete(r.SECRETS, SECRET.format("mpi"), namespace)
+        poke(kube, "mpi", namespace, 10)
+        again = wait_for(
+            lambda: kube.get_or_none(r.SECRETS, SECRET.format("mpi"), namespace), what="remade"
+        )
+        assert again["data"]["ssh-privatekey"] != first["data"]["ssh-privatekey"]
+        material += key_material(again)
 
         # Creating the Secret fails: the error is told without the key.
         refuse_secrets(kube, namespace)

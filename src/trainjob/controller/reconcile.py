@@ -101,9 +101,6 @@ class Reconciler:
         self.caches = caches
         self.recorder = recorder
         self.clock = clock
-        # MPI Secrets known to exist ("namespace/name/owner uid"), so a reconcile while suspended
-        # neither makes a key pair nor POSTs one for nothing; AlreadyExists tells the rest.
-        self._secrets_made: set[str] = set()
 
     def reconcile(self, key: str) -> Result:
         cached = self.caches.trainjobs.get(key)
@@ -220,13 +217,10 @@ class Reconciler:
         return informer.get(key)
 
     def compile_options(self, tj: Obj, runtime: Runtime) -> CompileOptions:
-        """A fresh SSH key pair for MPI runtimes, unless their Secret is known to exist."""
+        """A fresh SSH key pair for MPI runtimes (about a millisecond): the Secret is only
+        created, and AlreadyExists keeps the first key, so the controller never reads Secrets."""
         policy = runtime.spec.ml_policy
         if policy is None or policy.mpi is None:
-            return CompileOptions()
-        meta = tj["metadata"]
-        secret = f"{meta['namespace']}/{meta['name']}{c.MPI_SSH_AUTH_SECRET_SUFFIX}"
-        if f"{secret}/{meta.get('uid', '')}" in self._secrets_made:
             return CompileOptions()
         private, public = keys.generate_ssh_key_pair()
         return CompileOptions(ssh_private_key=private, ssh_public_key=public)
@@ -247,14 +241,9 @@ class Reconciler:
                     continue
                 self.client.apply(obj)
             elif kind == "Secret":
-                # Created once; an existing one (the first key) is kept, never read. Compiled
-                # without a key pair (known to exist), it has no data and is not sent.
-                made = f"{okey}/{_owner_uid(obj)}"
-                if made in self._secrets_made or not obj.get("data"):
-                    continue
+                # Created when absent (also again after a delete); an existing one is kept.
                 with contextlib.suppress(AlreadyExists):
                     self.client.create(r.SECRETS, obj)
-                self._secrets_made.add(made)
             else:
                 self.client.apply(obj)
         log.debug("%s: applied %d objects", key, len(objects))
@@ -317,13 +306,6 @@ class Reconciler:
 
 def _suspended(jobset: Obj) -> bool:
     return bool((jobset.get("spec") or {}).get("suspend"))
-
-
-def _owner_uid(obj: Obj) -> str:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return str(ref.get("uid", ""))
-    return ""
 
 
 def _owned_by(obj: Obj, owner: Obj) -> bool:
