@@ -1,8 +1,8 @@
 """The MPI SSH Secret: made once, kept through re-reconciles, resume and a controller restart
 (the controller never reads Secrets: a second key pair is refused with AlreadyExists), made
-again when deleted while the TrainJob is suspended, and the
-private key appears in no log line (at DEBUG), no Event and no status, also when creating the
-Secret fails (a ResourceQuota with unknown usage refuses it)."""
+again when deleted while the TrainJob is suspended; and the private key appears in no log line
+(at DEBUG), no Event and no status, also when creating the Secret is refused (by a
+ValidatingAdmissionPolicy)."""
 
 from __future__ import annotations
 
