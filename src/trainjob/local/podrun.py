@@ -26,7 +26,8 @@ def exit_code(returncode: int) -> int:
 
 
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: .*)?$")
-_WRAPPERS = ("ChildFailedError",)  # torchrun's own failure: the rank's error is above it
+# torchrun's agent reporting a failed rank: what the rank said is above it.
+_TORCHRUN_FAILED = re.compile(r"torch/distributed/elastic/.* failed \(exitcode: ")
 _TAIL = 65536
 _LONGEST = 300
 
@@ -34,8 +35,8 @@ _LONGEST = 300
 def log_says(log: Path) -> str:
     """What a failed container's log says went wrong, as kubelet's FallbackToLogsOnError would.
 
-    The last Python exception line in the log's tail (not torchrun's ChildFailedError wrapper),
-    else its last line that is not a rule of ``=``/``-``; "" when the log is empty or unreadable.
+    In the log's tail, up to where torchrun reports a failed rank: the last Python exception
+    line, else the last line that is not a rule of ``=``/``-``; "" when empty or unreadable.
     """
     try:
         with log.open("rb") as f:
@@ -43,12 +44,12 @@ def log_says(log: Path) -> str:
             lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
     except OSError:
         return ""
+    for i, ln in enumerate(lines):
+        if _TORCHRUN_FAILED.search(ln):
+            lines = lines[:i] or lines
+            break
     lines = [ln for ln in lines if ln.strip("=-_*#~ ")]
-    errors = [
-        ln
-        for ln in lines
-        if _EXCEPTION.match(ln) and not ln.startswith(_WRAPPERS, ln.rfind(".") + 1)
-    ]
+    errors = [ln for ln in lines if _EXCEPTION.match(ln)]
     said = (errors or lines or [""])[-1]
     return said if len(said) <= _LONGEST else said[: _LONGEST - 3] + "..."
 

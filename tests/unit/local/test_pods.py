@@ -323,8 +323,10 @@ TORCHRUN_TAIL = """\
 Traceback (most recent call last):
   File "train.py", line 3, in <module>
 ValueError: boom
-[rank0]: more output
+E1129 20:41:00.647000 18490 torch/distributed/elastic/multiprocessing/api.py:1002] failed \
+(exitcode: 1) local_rank: 0 (pid: 18515) of binary: /venv/bin/python
 Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 10, in <module>
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ============================================================
 train.py FAILED
@@ -332,12 +334,21 @@ train.py FAILED
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ============================================================
 """
+TORCHRUN_NO_FILE = TORCHRUN_TAIL.replace(
+    'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nValueError: boom',
+    "/venv/bin/python: can't open file '/tmp/train.py': [Errno 2] No such file or directory",
+)
 
 
 @pytest.mark.parametrize(
     ("log", "want"),
     [
         pytest.param(TORCHRUN_TAIL, "ValueError: boom", id="torchrun: the rank's error"),
+        pytest.param(
+            TORCHRUN_NO_FILE,
+            "/venv/bin/python: can't open file '/tmp/train.py': [Errno 2] No such file or directory",
+            id="torchrun: what the rank said before torchrun's report",
+        ),
         pytest.param(
             "x\nOSError: [Errno 98] Address already in use\n",
             "OSError: [Errno 98] Address already in use",
