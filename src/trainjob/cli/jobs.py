@@ -1,7 +1,8 @@
 """kubectl-style job commands on the local backend: run, get, describe, logs, suspend, resume, delete.
 
 ``trainjob run -f job.yaml [-f runtime.yaml] [--wait] [--follow]`` submits every TrainJob in the
-files (runtimes in the files are applied first, then looked up before the built-in ones);
+files (runtimes in the files serve the TrainJobs of that run, looked up before the stored and
+built-in ones; they are not stored);
 ``get jobs|runtimes``, ``describe job NAME``, ``logs NAME [--step node-1] [-f]`` and
 ``suspend|resume|delete NAME`` read or change jobs; ``-n NAMESPACE`` everywhere. Mutations print
 ``trainjob.trainer.kubeflow.org/NAME created`` lines; progress and final states go to stderr so
@@ -396,7 +397,8 @@ def get_runtimes(
     namespace: Namespace = "default",
     output: OutputFormat = None,
 ) -> None:
-    """List runtimes (built-in ClusterTrainingRuntimes and applied ones): NAME KIND FRAMEWORK."""
+    """List runtimes (built-in ClusterTrainingRuntimes, and ones stored through the SDK's
+    LocalExecutor.apply_runtime): NAME KIND FRAMEWORK NODES."""
     rts = [
         r
         for r in executor().list_runtimes()
