@@ -89,6 +89,13 @@ def controller(
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING, ERROR")] = "INFO",
 ) -> None:
     """Run the TrainJob controller and its admission webhooks."""
+    if leader_elect and not lease_duration > renew_deadline > retry_period > 0:
+        print(
+            f"error: leader election needs --lease-duration ({lease_duration:g}) > "
+            f"--renew-deadline ({renew_deadline:g}) > --retry-period ({retry_period:g}) > 0",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1)
     logging.basicConfig(
         level=log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -37,3 +37,21 @@ def test_a_missing_kubeconfig_file_is_reported(
 ) -> None:
     assert main(["controller", "--kubeconfig", str(tmp_path / "nope")]) == 1
     assert "cannot read kubeconfig" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "timings",
+    [
+        ("--lease-duration", "1", "--renew-deadline", "2"),
+        ("--renew-deadline", "1", "--retry-period", "1"),
+        ("--retry-period", "0"),
+    ],
+    ids=["a lease shorter than its renew deadline", "equal deadlines", "no retry period"],
+)
+def test_impossible_leader_election_timings_are_one_error_line(
+    timings: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["controller", "--kubeconfig", str(tmp_path / "nope"), *timings]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: leader election needs --lease-duration (")
+    assert err.count("\n") == 1 and "Traceback" not in err
