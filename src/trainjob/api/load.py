@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from trainjob.api import constants as c
+from trainjob.api import goyaml
 from trainjob.api.jobset import JobSet
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 from trainjob.errors import ErrorType, FieldError, InvalidError
@@ -87,6 +88,9 @@ def field_errors(err: ValidationError, prefix: str = "") -> list[FieldError]:
             out.append(FieldError.invalid(path, e.get("input"), f"must be {expected}"))
         else:
             msg = _MESSAGES.get(t, e["msg"][0].lower() + e["msg"][1:])
+            union = e["loc"][-1:] == ("str",)  # e.g. a quantity: numbers are fine there
+            if t == "string_type" and not union and isinstance(e.get("input"), bool | int | float):
+                msg += " (quote it in YAML)"
             out.append(FieldError.invalid(path, _printable(e.get("input")), msg))
     return out
 
@@ -159,9 +163,10 @@ def _too_deep(doc: Any) -> FieldError | None:
     return FieldError.invalid(path, "...", f"must not be nested more than {MAX_DEPTH} levels deep")
 
 
-class KubernetesYAMLLoader(yaml.SafeLoader):
-    """YAML read as Kubernetes reads it: an unquoted ``2024-01-05`` stays a string, as with
-    ``sigs.k8s.io/yaml`` (PyYAML would make it a date, or fail on ``2024-13-45``). Aliases are
+class KubernetesYAMLLoader(goyaml.GoYAMLResolver, yaml.SafeLoader):
+    """YAML read as Kubernetes reads it (``sigs.k8s.io/yaml``): plain scalars typed by go-yaml's
+    rules (:mod:`trainjob.api.goyaml`: ``1e-4`` is a number, ``y`` a boolean, ``2024-01-05`` and
+    ``1:30`` strings), mapping keys made strings, a key written twice an error. Aliases are
     counted, so that a document can be checked for alias bombs and cycles (see
     :func:`check_aliases`)."""
 
@@ -173,23 +178,44 @@ class KubernetesYAMLLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        """A key written twice in one mapping is an error (as in go-yaml and the apiserver's
-        strict decoding), not a silent "the last one wins"; keys merged in with ``<<`` may be
+        """Keys as ``sigs.k8s.io/yaml`` makes them (strings: ``true: x`` -> ``"true"``); a key
+        written twice in one mapping is an error (as in go-yaml and the apiserver's strict
+        decoding), not a silent "the last one wins"; keys merged in with ``<<`` may be
         overridden."""
-        if isinstance(node, yaml.MappingNode):
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
-                    key_node, yaml.ScalarNode
-                ):
-                    continue
-                key = self.construct_object(key_node)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f'key "{key}" already set in map', key_node.start_mark
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep)
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep)
+        written: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == goyaml.MERGE or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = goyaml.json_key(self.construct_object(key_node))
+            if key in written:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'key "{key}" already set in map', key_node.start_mark
+                )
+            written.add(key)
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found unhashable key",
+                    key_node.start_mark,
+                ) from None
+            mapping[goyaml.json_key(key)] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+    def construct_go_scalar(self, node: Any) -> Any:
+        return goyaml.number(node.tag, self.construct_scalar(node))
+
+
+for _tag in (goyaml.BOOL, goyaml.INT, goyaml.FLOAT):
+    KubernetesYAMLLoader.add_constructor(_tag, KubernetesYAMLLoader.construct_go_scalar)
 
 
 # go-yaml refuses a document whose aliases expand it past what any manifest needs ("billion
@@ -222,12 +248,6 @@ def check_aliases(doc: Any) -> None:
         return total
 
     size(doc)
-
-
-KubernetesYAMLLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def yaml_documents(text: str) -> list[Any]:

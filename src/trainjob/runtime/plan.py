@@ -48,9 +48,13 @@ class Plan:
         return self.of_kind("Secret")
 
     def to_yaml(self) -> str:
-        import yaml  # on first use: the local supervisor reads Plans without YAML
+        """Multi-document YAML that ``kubectl apply -f`` reads back as these objects (a string
+        such as ``"1e-4"`` or ``"y"`` is quoted: go-yaml would read a number, a boolean)."""
+        from trainjob.api import (
+            goyaml,
+        )  # on first use: the local supervisor reads Plans without YAML
 
-        return yaml.safe_dump_all(list(self.objects), sort_keys=False, default_flow_style=False)
+        return goyaml.dump_all(list(self.objects))
 
     def to_json(self) -> str:
         return json.dumps(list(self.objects), indent=2)

@@ -13,8 +13,8 @@ from trainjob.api.load import MAX_EXPANDED_NODES, yaml_documents
     ("text", "want"),
     [
         pytest.param(
-            "base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  x: 3\n",
-            [{"base": {"x": 1, "y": 2}, "derived": {"x": 3, "y": 2}}],
+            "base: &b {a: 1, b: 2}\nderived:\n  <<: *b\n  a: 3\n",
+            [{"base": {"a": 1, "b": 2}, "derived": {"a": 3, "b": 2}}],
             id="a key merged in with << may be overridden",
         ),
         pytest.param(
