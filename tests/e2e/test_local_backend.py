@@ -388,3 +388,22 @@ def test_a_port_in_use_fails_the_job_with_what_the_worker_said(ex: LocalExecutor
         'container "node" failed: exit code 1; its log says: '
         "OSError: [Errno 98] Address already in use"
     )
+
+
+def test_suspend_stops_pods_that_ignore_sigterm_together(ex: LocalExecutor, tmp_path):
+    # Each pod gets SIGTERM, then SIGKILL after one grace period (3 s) for all of them: four
+    # pods one after another (12 s) outlasted suspend's wait (10 s) and it returned Running.
+    code = textwrap.dedent(
+        """
+        import os, signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        open('up-' + os.environ['INDEX'], 'w').close()
+        time.sleep(600)
+        """
+    )
+    ex.submit(L.trainjob("stubborn", code, nodes=4), cwd=str(tmp_path))
+    _wait_for(lambda: len(list(tmp_path.glob("up-*"))) == 4, what="4 pods up")
+    ex.suspend("stubborn")
+    s = ex.state("stubborn")
+    assert s.phase == "Suspended"
+    assert [p.phase for p in s.pods] == ["Pending"] * 4

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -138,14 +139,21 @@ class PodRun:
         self._finish(0)
         return True
 
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self.procs)
+
+    def terminate(self) -> None:
+        """SIGTERM to each of the pod's process groups."""
+        for p in self.procs:
+            procs.kill_group(p.pid, signal.SIGTERM)
+
     def kill(self, grace: float = 3.0) -> None:
         """Stop every process of the pod: SIGTERM to each group, SIGKILL after ``grace``."""
         if self.done:
             return
-        for p in self.procs:
-            procs.kill_group(p.pid, signal.SIGTERM)
+        self.terminate()
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(p.poll() is None for p in self.procs):
+        while time.monotonic() < deadline and self.running():
             time.sleep(0.02)
         for p in self.procs:
             procs.kill_group(p.pid, signal.SIGKILL)
@@ -154,3 +162,16 @@ class PodRun:
                 p.wait(timeout=5)
         rc = self.procs[0].returncode if self.procs else 0
         self._finish(exit_code(rc if rc is not None else -signal.SIGKILL))
+
+
+def stop_all(runs: Iterable[PodRun], grace: float = 3.0) -> None:
+    """Stop pods together: SIGTERM to all, then SIGKILL to what still runs after one ``grace``
+    (not one grace per pod: a suspend of many pods that ignore SIGTERM takes ``grace``)."""
+    live = [r for r in runs if not r.done]
+    for r in live:
+        r.terminate()
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(r.running() for r in live):
+        time.sleep(0.02)
+    for r in live:
+        r.kill(grace=0)

@@ -33,7 +33,7 @@ from trainjob.api import constants as c
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, status, volumes
 from trainjob.local import state as st
-from trainjob.local.podrun import PodRun, describe_exit, log_says
+from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store, now
 from trainjob.runtime.plan import Plan
 
@@ -304,8 +304,7 @@ class Supervisor:
             log.rename(log.with_name(f"{log.name}.{n}"))
 
     def kill_all(self) -> None:
-        for run in self.runs.values():
-            run.kill()
+        stop_all(self.runs.values())
         self.runs = {}
 
     def stop_pods(self, phase_for_running: str, message: str) -> None:
