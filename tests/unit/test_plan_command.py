@@ -205,6 +205,29 @@ def test_a_runtime_given_with_f_wins_over_the_builtin_of_that_name(
     assert node_image(js) == "mine:2"
 
 
+def test_an_object_given_twice_is_an_error_and_nothing_is_planned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = write(tmp_path, "one.yaml", runtime_yaml(image="first:1"))
+    two = write(tmp_path, "two.yaml", runtime_yaml(image="second:1") + "---\n" + trainjob_yaml())
+    code, out, err = run(["plan", "-f", one, "-f", two, "-f", two], capsys)
+    assert (code, out) == (1, "")
+    assert err == (
+        f'error: ClusterTrainingRuntime "torch-distributed" is given in {one} and again in {two}\n'
+        f'error: ClusterTrainingRuntime "torch-distributed" is given in {one} and again in {two}\n'
+        f'error: TrainJob "job" in namespace "default" is given twice in {two}\n'
+    )
+
+
+def test_the_same_name_in_two_namespaces_is_two_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = trainjob_yaml(namespace="a") + "---\n" + trainjob_yaml(namespace="b")
+    code, out, err = run(["plan", "-f", write(tmp_path, "two.yaml", text)], capsys)
+    assert (code, err) == (0, "")
+    assert [js["metadata"]["namespace"] for js in jobsets(out)] == ["a", "b"]
+
+
 def test_a_training_runtime_in_the_trainjob_namespace_is_used(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

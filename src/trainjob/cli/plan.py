@@ -150,6 +150,9 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
     # Runtimes given in the input that are invalid: TrainJobs using them are not compiled (the
     # runtime's own errors say what to fix; a "not found" or repeated errors would only confuse).
     broken: set[RuntimeKey] = set()
+    # Where each object was read (kind, namespace, name) -> source: an object given twice is an
+    # error, as ``kubectl create -f`` refuses the second copy (which one would a plan use?).
+    given: dict[RuntimeKey, str] = {}
     for source, text in read_sources(paths):
         try:
             docs = documents(text, source)
@@ -166,6 +169,13 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
                 if isinstance(e, InvalidError) and isinstance(doc, dict):
                     broken.add(_raw_runtime_key(doc, namespace))
                 continue
+            if isinstance(obj, TrainJob | TrainingRuntime | ClusterTrainingRuntime):
+                key = _object_key(obj)
+                if key in given:
+                    result.errors.append(_given_twice(key, given[key], source))
+                    broken.add(key)
+                    continue
+                given[key] = source
             if isinstance(obj, TrainJob):
                 trainjobs.append(obj)
             elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
@@ -180,7 +190,7 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
         where = ", ".join("STDIN" if p == "-" else p for p in paths)
         result.errors.append(TrainJobError(f"no TrainJob found in {where}"))
     for tj in trainjobs:
-        if _ref_key(tj) in broken:
+        if _ref_key(tj) in broken or _object_key(tj) in broken:
             continue
         try:
             result.plans.append(compile(tj, catalog.resolve(tj, runtimes)))
@@ -196,6 +206,19 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
 
 # (kind, namespace for a TrainingRuntime else "", name): how a runtimeRef finds its runtime.
 RuntimeKey = tuple[str, str, str]
+
+
+def _object_key(obj: TrainJob | Runtime) -> RuntimeKey:
+    if isinstance(obj, TrainJob):
+        return (obj.kind, obj.metadata.namespace or DEFAULT_NAMESPACE, obj.metadata.name or "")
+    return _runtime_key(obj)
+
+
+def _given_twice(key: RuntimeKey, first: str, again: str) -> TrainJobError:
+    kind, namespace, name = key
+    where = f'in namespace "{namespace}" ' if namespace else ""
+    sources = f"twice in {first}" if first == again else f"in {first} and again in {again}"
+    return TrainJobError(f'{kind} "{name}" {where}is given {sources}')
 
 
 def _runtime_key(rt: Runtime) -> RuntimeKey:
