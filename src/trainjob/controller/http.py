@@ -19,6 +19,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from trainjob.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
 Response = tuple[int, str, bytes]
@@ -106,9 +108,16 @@ def serve(
     name: str,
     ssl_context: ssl.SSLContext | None = None,
 ) -> Server:
-    """Bind ``host:port`` (port 0: any free port) and serve ``routes`` in a daemon thread."""
+    """Bind ``host:port`` (port 0: any free port) and serve ``routes`` in a daemon thread.
+
+    A port that cannot be bound (in use, not permitted) is a :class:`ConfigError` naming it."""
     family_host = host or "0.0.0.0"
-    server = Server((family_host, port), routes, name)
+    try:
+        server = Server((family_host, port), routes, name)
+    except OSError as e:
+        raise ConfigError(
+            f"cannot serve {name} on {family_host}:{port}: {e.strerror or e}"
+        ) from None
     server.ssl_context = ssl_context
     thread = threading.Thread(target=server.serve_forever, name=f"http-{name}", daemon=True)
     thread.start()

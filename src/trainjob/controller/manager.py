@@ -335,9 +335,11 @@ class Manager:
             server.stop()
 
     def run(self) -> int:
-        """Start, block until :attr:`stop_event` is set (a signal, a lost lease), stop; exit code."""
-        self.start()
+        """Start, block until :attr:`stop_event` is set (a signal, a lost lease), stop; exit code.
+
+        What started is stopped also when starting fails (a port in use, no certificate)."""
         try:
+            self.start()
             while not self.stop_event.wait(1.0):
                 pass
         finally:

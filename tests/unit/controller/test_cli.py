@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +58,57 @@ def test_impossible_leader_election_timings_are_one_error_line(
     err = capsys.readouterr().err
     assert err.startswith("error: leader election needs --lease-duration (")
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def unreachable_kubeconfig(tmp_path: Path) -> str:
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+    )
+    return str(kc)
+
+
+def test_a_port_in_use_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(
+            ["controller", "--kubeconfig", unreachable_kubeconfig(tmp_path), "--no-leader-elect",
+             "--bind-host", "127.0.0.1", "--health-port", "0", "--metrics-port", str(port)]
+        )  # fmt: skip
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"error: cannot serve metrics on 127.0.0.1:{port}: Address already in use\n" in err
+    assert "Traceback" not in err
+
+    # What had started (the health server, informers) was stopped again.
+    def leftovers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith(("http-", "informer-"))]
+
+    deadline = time.monotonic() + 10
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftovers() == []
+
+
+def test_a_cert_dir_without_certificates_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["controller", "--kubeconfig", unreachable_kubeconfig(tmp_path), "--no-leader-elect",
+         "--bind-host", "127.0.0.1", "--health-port", "0", "--metrics-port", "0",
+         "--webhook-host", "127.0.0.1", "--webhook-port", "0", "--cert-dir", str(tmp_path / "none")]
+    )  # fmt: skip
+    assert code == 1
+    err = capsys.readouterr().err
+    assert (
+        "error: cannot load the webhook certificate (tls.crt, tls.key) from --cert-dir "
+        f"{tmp_path / 'none'}: No such file or directory\n"
+    ) in err
+    assert "Traceback" not in err

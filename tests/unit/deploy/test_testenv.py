@@ -109,6 +109,10 @@ def test_an_old_pid_file_is_trusted_only_while_its_pid_runs_the_named_binary(
 ) -> None:
     other = subprocess.Popen(["sleep", "30"])
     try:
+        deadline = time.monotonic() + 10  # until its execve is through (cmdline reads "sleep")
+        while not Path(f"/proc/{other.pid}/cmdline").read_bytes().startswith(b"sleep\0"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         (state / "etcd.pid").write_text(f"{other.pid}\n")  # older format: pid only
         env = {"binaries": {"etcd": "/no/such/etcd"}}
         assert testenv.recorded_processes(state, env) == {}

@@ -29,6 +29,7 @@ from typing import Any
 from trainjob.api import constants as c
 from trainjob.controller import http
 from trainjob.controller.webhooks import admission, certs
+from trainjob.errors import ConfigError
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
@@ -165,7 +166,13 @@ class WebhookServer:
             self._inject_ca_bundles()
             self._start_loop(self._secret_tick)
         elif o.mode == "certdir":
-            self._load_cert_dir()
+            try:
+                self._load_cert_dir()
+            except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+                raise ConfigError(
+                    f"cannot load the webhook certificate (tls.crt, tls.key) from --cert-dir "
+                    f"{o.cert_dir}: {getattr(e, 'strerror', None) or e}"
+                ) from None
             self._start_loop(self._load_cert_dir)
         else:
             raise ValueError(f"unknown webhook mode {o.mode!r}")
