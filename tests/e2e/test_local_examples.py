@@ -176,3 +176,15 @@ def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_pa
     assert progress[0] == "inits: Created  dataset-initializer Pending  node-0 Pending"
     assert all(line.endswith("node-0 Pending") for line in progress)
     assert run.stderr.splitlines()[-1].startswith("trainjob.trainer.kubeflow.org/inits Complete")
+
+
+def test_logs_are_printed_verbatim(tmp_path):
+    # No rich markup, emoji codes or highlighting applied to what the job printed.
+    home = tmp_path / "home"
+    line = "loss :thumbs_up: [bold]0.5[/bold] \x1b[31mred\x1b[0m"
+    (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
+    job = L.trainjob("verbatim", f"print({line!r})")
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
+    run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
+    assert run.stdout == f"trainjob.trainer.kubeflow.org/verbatim created\n{line}\n"
+    assert _cli(home, "logs", "verbatim", cwd=tmp_path).stdout == line + "\n"

@@ -107,6 +107,13 @@ def _table(*headers: str, indent: str = "") -> Columns:
     return Columns(*headers, indent=indent)
 
 
+def _echo(line: str, flush: bool = False) -> None:
+    """A log line, verbatim (no markup, no emoji codes, no wrapping), to stdout."""
+    sys.stdout.write(line + "\n")
+    if flush:
+        sys.stdout.flush()
+
+
 def _print(table: Columns) -> None:
     sys.stdout.write(table.render() + "\n")
 
@@ -320,7 +327,7 @@ def run_command(
             # Progress while the steps before it (initializers) run.
             watch(ex, name, ns, until=_started(job, index, job_index))
             for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
-                out.print(line, markup=False)
+                _echo(line, flush=True)
             finish(watch(ex, name, ns, quiet=True))
         elif wait:
             finish(watch(ex, name, ns))
@@ -539,7 +546,7 @@ def logs_command(
     known = [(p.job, p.index, p.job_index) for p in s.pods]
     job, index, job_index = parse_step(step, known) if step else default_step(s)
     for line in ex.logs(name, namespace, job, index, follow=follow, job_index=job_index):
-        out.print(line, markup=False)
+        _echo(line, flush=follow)
 
 
 def _each(names: list[str], namespace: str, action: Callable[..., object], done: str) -> None:
