@@ -180,7 +180,7 @@ def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_pa
 
 def test_logs_are_printed_verbatim(tmp_path):
     # No rich markup, emoji codes or highlighting applied to what the job printed.
-    home = tmp_path / "home"
+    home = tmp_path / "home:thumbs_up:"
     line = "loss :thumbs_up: [bold]0.5[/bold] \x1b[31mred\x1b[0m"
     (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
     job = L.trainjob("verbatim", f"print({line!r})")
@@ -188,3 +188,5 @@ def test_logs_are_printed_verbatim(tmp_path):
     run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
     assert run.stdout == f"trainjob.trainer.kubeflow.org/verbatim created\n{line}\n"
     assert _cli(home, "logs", "verbatim", cwd=tmp_path).stdout == line + "\n"
+    described = _cli(home, "describe", "job", "verbatim", cwd=tmp_path).stdout
+    assert f"Logs:       {home}/jobs/default/verbatim/logs\n" in described

@@ -143,7 +143,7 @@ def _or_none(*values: str | None) -> list[str]:
 
 def _field(label: str, value: object) -> None:
     """A describe line: ``Label:`` padded to the values' column, then the value."""
-    out.print(f"{label + ':':<12}{value}", markup=False)
+    sys.stdout.write(f"{label + ':':<12}{value}\n")  # verbatim: messages quote logs
 
 
 def _print_section(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> None:
@@ -242,7 +242,7 @@ def watch(
                 return s
             line = progress_line(s, with_age=False)
             if line != last:
-                err.print(line, markup=False)
+                err.print(line, markup=False, emoji=False)
                 last = line
             time.sleep(0.2)
     with err.status(f"{name}: waiting") as status:
