@@ -40,6 +40,12 @@ CLUSTER_RULES = (
     Rule(("trainer.kubeflow.org",), ("trainjobs/status",), ("patch",), "one status write"),
     Rule(
         ("trainer.kubeflow.org",),
+        ("trainjobs/finalizers",),
+        ("update",),
+        "blockOwnerDeletion on what a TrainJob owns (OwnerReferencesPermissionEnforcement)",
+    ),
+    Rule(
+        ("trainer.kubeflow.org",),
         ("trainingruntimes", "clustertrainingruntimes"),
         ("get", "list", "watch"),
         "informers; GET on a cache miss (reconcile, webhook)",
