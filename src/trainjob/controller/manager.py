@@ -260,7 +260,14 @@ class Manager:
                 self.exit_code = 1
                 self.stop_event.set()
 
-        self.elector.run(self.stop_event, started, stopped)
+        try:
+            self.elector.run(self.stop_event, started, stopped)
+        except Exception:
+            # Never a replica that silently stopped competing: exit, and be started afresh.
+            log.exception("leader election failed; exiting")
+            leader_gauge.set(0)
+            self.exit_code = 1
+            self.stop_event.set()
 
     def _start_controllers(self) -> None:
         for informer in self.informers:
