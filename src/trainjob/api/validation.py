@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainjob.api import constants as c
+from trainjob.api import meta
 from trainjob.api.base import to_dict
 from trainjob.api.core import EnvVar
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
@@ -66,7 +67,10 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
                     "metadata.name", name, "metadata.name must be no more than 63 characters"
                 )
             )
+    errs.extend(meta.validate_metadata("metadata", tj.metadata))
     spec = tj.spec
+    errs.extend(meta.validate_labels("spec.labels", spec.labels))
+    errs.extend(meta.validate_annotations("spec.annotations", spec.annotations))
     ref = spec.runtime_ref
     if not ref.name:
         errs.append(FieldError.required("spec.runtimeRef.name", "must specify a runtime name"))
@@ -163,7 +167,9 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
         ("podTemplateOverrides", spec.pod_template_overrides),
     ):
         for i, item in enumerate(items or ()):
-            errs.extend(_patch_directives(f"spec.{fld}[{i}]", to_dict(item)))
+            patch = to_dict(item)
+            errs.extend(_patch_directives(f"spec.{fld}[{i}]", patch))
+            errs.extend(meta.validate_nested_metadata(f"spec.{fld}[{i}]", patch))
     trainer_status = tj.status.trainer_status if tj.status else None
     if trainer_status is not None and trainer_status.last_updated_time is None:
         errs.append(
@@ -296,6 +302,8 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
     errs: list[FieldError] = []
     if not rt.metadata.name:
         errs.append(FieldError.required("metadata.name", "name or generateName is required"))
+    errs.extend(meta.validate_metadata("metadata", rt.metadata))
+    errs.extend(meta.validate_nested_metadata("spec.template", to_dict(rt.spec.template)))
     policy = rt.spec.ml_policy
     if policy is not None:
         set_policies = [n for n in ("torch", "mpi", "jax", "xgboost", "flux") if getattr(policy, n)]
