@@ -24,7 +24,13 @@ Deliberate differences from upstream:
   builder returns nothing then) is the controller's call, as is the runtimePatches rule that needs
   the live JobSet ("... cannot be modified when the JobSet's ReplicatedJob ... is still active");
 * zero values are left out (upstream's typed round trip writes ``resources: {}`` and a null
-  ``creationTimestamp``), and the owner reference has no ``uid`` when the TrainJob has none yet.
+  ``creationTimestamp``), and the owner reference has no ``uid`` when the TrainJob has none yet;
+* what upstream admits and then fails to apply is a field error here: label keys/values the
+  apiserver refuses in any metadata a patch or template carries into the JobSet
+  (:mod:`trainjob.api.meta`), ``$patch`` directives in patches (upstream's typed patch drops them),
+  an MPI hostfile over the 1 MiB a ConfigMap may hold;
+* fields the patch types do not name (``priorityClassName`` in a pod patch, a future field) are
+  merged, not pruned: the CRD preserves them, so nothing a user wrote is dropped.
 """
 
 from __future__ import annotations
