@@ -231,6 +231,18 @@ SCHEMA: dict[type[BaseModel], dict[str, dict[str, Any]]] = {
         "": {"x-kubernetes-map-type": "atomic"},
         "name": {"default": ""},
     },
+    # Integer formats of the core/v1 and batch/v1 fields the models type (core.Int32/Int64), so
+    # the apiserver refuses a runtime with `parallelism: 2147483648` as the models do.
+    core.ObjectMeta: {"generation": INT64},
+    core.ContainerPort: {"containerPort": INT32, "hostPort": INT32},
+    core.Toleration: {"tolerationSeconds": INT64},
+    core.PodSpec: {"terminationGracePeriodSeconds": INT64},
+    core.JobSpec: {
+        "parallelism": INT32,
+        "completions": INT32,
+        "backoffLimit": INT32,
+        "activeDeadlineSeconds": INT64,
+    },
     # Runtimes
     trainer.TrainingRuntime: {
         "": {
@@ -290,7 +302,7 @@ SCHEMA: dict[type[BaseModel], dict[str, dict[str, Any]]] = {
     },
     # sigs.k8s.io/jobset v1alpha2 JobSetSpec (the runtime template): JobSet's own list types,
     # enums and defaults, so a stored runtime looks like upstream's.
-    jobset.JobSetSpec: {"replicatedJobs": list_map("name")},
+    jobset.JobSetSpec: {"replicatedJobs": list_map("name"), "ttlSecondsAfterFinished": INT32},
     jobset.ReplicatedJob: {
         "replicas": {"default": 1, **INT32},
         "groupName": {"default": "default"},
