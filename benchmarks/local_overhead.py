@@ -12,7 +12,7 @@ For 1 and 4 nodes (1 process each), the same script runs twice per repeat, in th
 
 The script prints its first line before importing torch (so launch cost is not hidden behind the
 import), then joins a gloo process group, all-reduces and prints its last line. Overhead = trainjob
-minus direct, median over repeats. Target: at most 1 s each way.
+minus direct, median (and min) over repeats. Target: at most 1 s each way.
 
     .venv/bin/python benchmarks/local_overhead.py [--repeat 3] [--nodes 1 4]
 """
@@ -149,22 +149,27 @@ def main() -> int:
             for r in range(args.repeat):
                 direct.append(run_direct(script, nodes))
                 local.append(run_trainjob(ex, script, nodes, f"bench-{nodes}-{r}"))
-            d_first = statistics.median(x[0] for x in direct)
-            d_end = statistics.median(x[1] for x in direct)
-            l_first = statistics.median(x[0] for x in local)
-            l_end = statistics.median(x[1] for x in local)
-            rows.append((nodes, d_first, l_first, d_end, l_end))
-    print(f"median of {args.repeat} runs, seconds (target: overhead <= {TARGET:.1f} s)")
+            for stat in (statistics.median, min):
+                d_first = stat(x[0] for x in direct)
+                d_end = stat(x[1] for x in direct)
+                l_first = stat(x[0] for x in local)
+                l_end = stat(x[1] for x in local)
+                rows.append((nodes, stat.__name__, d_first, l_first, d_end, l_end))
     print(
-        f"{'NODES':<6}{'FIRST LINE: torchrun':>22}{'trainjob':>10}{'overhead':>10}"
+        f"{args.repeat} runs each, seconds; the verdict is on medians, 'min' shows the floor "
+        f"when other work shares the machine (target: overhead <= {TARGET:.1f} s)"
+    )
+    print(
+        f"{'NODES':<6}{'':<7}{'FIRST LINE: torchrun':>22}{'trainjob':>10}{'overhead':>10}"
         f"{'   LAST LINE->DONE: torchrun':>29}{'trainjob':>10}{'overhead':>10}"
     )
     ok = True
-    for nodes, d_first, l_first, d_end, l_end in rows:
+    for nodes, stat_name, d_first, l_first, d_end, l_end in rows:
         o_first, o_end = l_first - d_first, l_end - d_end
-        ok = ok and o_first <= TARGET and o_end <= TARGET
+        if stat_name == "median":
+            ok = ok and o_first <= TARGET and o_end <= TARGET
         print(
-            f"{nodes:<6}{d_first:>22.2f}{l_first:>10.2f}{o_first:>+10.2f}"
+            f"{nodes:<6}{stat_name:<7}{d_first:>22.2f}{l_first:>10.2f}{o_first:>+10.2f}"
             f"{d_end:>29.2f}{l_end:>10.2f}{o_end:>+10.2f}"
         )
     print("within target" if ok else "OVER TARGET")
