@@ -32,10 +32,14 @@ QUANTITY_MESSAGE = (
 
 
 def is_quantity(value: object) -> bool:
-    """True for ``2``, ``500m``, ``1Gi``, ``1e3``; False for ``lots`` or booleans."""
-    if isinstance(value, bool):
+    """True for ``2``, ``"500m"``, ``"1Gi"``, ``"0.5"``; False for ``lots``, booleans and ``0.5``.
+
+    A bare decimal such as ``cpu: 0.5`` is refused, as the apiserver refuses it (the schema takes
+    an integer or a string): write ``"0.5"`` or ``500m``.
+    """
+    if isinstance(value, bool | float):
         return False
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         return value >= 0
     return isinstance(value, str) and bool(QUANTITY.match(value))
 

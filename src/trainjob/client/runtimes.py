@@ -64,7 +64,8 @@ def resources_per_node(resources: dict[str, Any]) -> dict[str, Any]:
             name = c.GPU_MIG_PREFIX + name[len("mig-") :]
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise ValueError(f"resources_per_node[{key!r}] must be a number or a quantity string")
-        out[name] = value
+        # A bare decimal is refused by the apiserver (integer or string): send "0.5", not 0.5.
+        out[name] = format(value, "g") if isinstance(value, float) else value
     mig = [k for k in out if k.startswith(c.GPU_MIG_PREFIX)]
     if len(mig) > 1:
         raise ValueError(f"Multiple MIG resource types are not supported: {mig}")
