@@ -7,9 +7,10 @@
   informers of TrainingRuntimes and ClusterTrainingRuntimes (whole objects: few and small), which
   reconciles and webhooks read before asking the apiserver;
 * once leading (or at once with ``leader_elect=False``): informers for TrainJobs and JobSets (full
-  objects) and, metadata only, the ConfigMaps and PodGroups TrainJobs own; then ``workers``
-  threads that take keys from the queue and reconcile them. Secrets are not watched: the MPI
-  Secret is only ever created, so the controller needs no right to read any Secret.
+  objects) and, metadata only, the ConfigMaps, Secrets and PodGroups TrainJobs own; then
+  ``workers`` threads that take keys from the queue and reconcile them. Secrets are listed and
+  watched as ``PartialObjectMetadata`` only: the controller never receives a Secret's data, and a
+  deleted MPI Secret brings its TrainJob back to the queue, which creates it again.
 
 Events map to keys: a TrainJob to itself; an owned object to the TrainJob of its controller
 ownerReference; a runtime that appears to the TrainJobs still waiting for it (``RuntimeNotFound``).
@@ -81,9 +82,9 @@ class Manager:
         self.jobsets = Informer(client, r.JOBSETS, namespace=ns)
         owned_meta = [
             Informer(client, res, namespace=ns, metadata_only=True)
-            for res in (r.CONFIGMAPS, r.COSCHEDULING_PODGROUPS, r.VOLCANO_PODGROUPS)
+            for res in (r.CONFIGMAPS, r.SECRETS, r.COSCHEDULING_PODGROUPS, r.VOLCANO_PODGROUPS)
         ]
-        self.configmaps, cosched, volcano = owned_meta
+        self.configmaps, self.secrets, cosched, volcano = owned_meta
         # Runtimes are few and small: cached whole, so a first build needs no GET.
         self.runtime_informers = [
             Informer(client, r.TRAINING_RUNTIMES, namespace=ns),
@@ -94,6 +95,7 @@ class Manager:
             trainjobs=self.trainjobs,
             jobsets=self.jobsets,
             configmaps=self.configmaps,
+            secrets=self.secrets,
             podgroups={
                 r.COSCHEDULING_PODGROUPS.api_version: cosched,
                 r.VOLCANO_PODGROUPS.api_version: volcano,
@@ -134,6 +136,7 @@ class Manager:
         for informer in (
             self.jobsets,
             self.configmaps,
+            self.secrets,
             *self.caches.podgroups.values(),
         ):
             informer.add_handler(self._enqueue_owner)

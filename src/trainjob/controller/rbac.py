@@ -62,7 +62,12 @@ CLUSTER_RULES = (
         ("get", "list", "watch", "create", "patch"),
         "runtime snapshot (create, get); MPI hostfile (apply); metadata informer",
     ),
-    Rule(("",), ("secrets",), ("create",), "MPI SSH Secret (created, never read)"),
+    Rule(
+        ("",),
+        ("secrets",),
+        ("list", "watch", "create"),
+        "MPI SSH Secret (created); metadata-only informer (PartialObjectMetadata: data never asked)",
+    ),
     Rule(
         ("scheduling.x-k8s.io", "scheduling.volcano.sh"),
         ("podgroups",),

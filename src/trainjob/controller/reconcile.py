@@ -8,9 +8,9 @@ upstream's order (``pkg/controller/trainjob_controller.go``):
 2. an unsupported ``runtimeRef`` kind/group -> ``Failed=True/TrainingRuntimeNotSupported``;
 3. unless finished (Complete/Failed): resolve the runtime through its snapshot, compile the Plan
    (``trainjob.runtime.compile``) and server-side apply it (field manager ``trainjob``). A running,
-   unsuspended JobSet is left alone; the MPI Secret is only created (``AlreadyExists`` keeps the
-   first key: the controller never reads Secrets, so its RBAC grants no read of any); a PodGroup is
-   not re-applied once it exists unless the TrainJob is suspended. A missing runtime sets
+   unsuspended JobSet is left alone; the MPI Secret is only created, when the metadata-only Secret
+   informer does not hold it (``AlreadyExists`` keeps the first key: the controller never reads a
+   Secret's data); a PodGroup is not re-applied once it exists unless the TrainJob is suspended. A missing runtime sets
    ``RuntimeNotFound=True`` and is retried with backoff; any failure becomes the Warning event
    ``TrainJobResourcesCreationFailed`` (upstream's message) and a retry with backoff;
 4. ``Suspended`` condition from ``spec.suspend``;
@@ -70,6 +70,7 @@ class Caches:
     trainjobs: Informer
     jobsets: Informer
     configmaps: Informer
+    secrets: Informer | None = None  # metadata only (PartialObjectMetadata): never Secret data
     podgroups: dict[str, Informer] = field(default_factory=dict)
     runtimes: dict[str, Informer] = field(default_factory=dict)  # by plural
 
@@ -217,13 +218,21 @@ class Reconciler:
         return informer.get(key)
 
     def compile_options(self, tj: Obj, runtime: Runtime) -> CompileOptions:
-        """A fresh SSH key pair for MPI runtimes (about a millisecond): the Secret is only
-        created, and AlreadyExists keeps the first key, so the controller never reads Secrets."""
+        """A fresh SSH key pair for MPI runtimes (about a millisecond) whose Secret the metadata
+        cache does not hold: the Secret is only created, and AlreadyExists keeps the first key."""
         policy = runtime.spec.ml_policy
-        if policy is None or policy.mpi is None:
+        if policy is None or policy.mpi is None or self._mpi_secret_exists(tj):
             return CompileOptions()
         private, public = keys.generate_ssh_key_pair()
         return CompileOptions(ssh_private_key=private, ssh_public_key=public)
+
+    def _mpi_secret_exists(self, tj: Obj) -> bool:
+        if self.caches.secrets is None:
+            return False
+        meta = tj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}{c.MPI_SSH_AUTH_SECRET_SUFFIX}"
+        secret = self.caches.secrets.get(key)
+        return secret is not None and _owned_by(secret, tj)
 
     def apply_plan(
         self, key: str, objects: tuple[Obj, ...], suspend: bool, jobset: Obj | None
@@ -241,7 +250,11 @@ class Reconciler:
                     continue
                 self.client.apply(obj)
             elif kind == "Secret":
-                # Created when absent (also again after a delete); an existing one is kept.
+                # Created when absent (also again after a delete: the watch brings the TrainJob
+                # back); an existing one is kept. Compiled without a key pair (the cache holds
+                # it), it has no data and is not sent.
+                if not obj.get("data"):
+                    continue
                 with contextlib.suppress(AlreadyExists):
                     self.client.create(r.SECRETS, obj)
             else:

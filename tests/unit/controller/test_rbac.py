@@ -1,6 +1,8 @@
 """The controller's RBAC is least privilege in the ways that matter most: no wildcards, no verbs
-that grant more rights (escalate, bind, impersonate), no RBAC or Pod writes, and no right to read
-any Secret but its own webhook certificate (the MPI SSH Secret is only ever created)."""
+that grant more rights (escalate, bind, impersonate), no RBAC or Pod writes, and on Secrets only
+what the controller uses: ``get``/``update`` of its own webhook certificate by name, and cluster-wide
+``list``/``watch`` (a metadata-only informer of the Secrets TrainJobs own) and ``create`` (the MPI
+SSH Secret) - never ``get``, ``update``, ``patch`` or ``delete``."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from typing import Any
 import pytest
 
 from trainjob.controller import rbac
+from trainjob.controller.manager import Manager, Options
+from trainjob.kube import resources as r
+from trainjob.kube.client import Client
+from trainjob.kube.config import Config
 
-READ = {"get", "list", "watch"}
 RULES: list[tuple[str, dict[str, Any]]] = [
     ("ClusterRole", r) for r in rbac.cluster_role()["rules"]
 ] + [("Role", r) for r in rbac.role()["rules"]]
@@ -31,13 +36,13 @@ def test_no_rule_uses_wildcards_or_verbs_that_grant_more(item: tuple[str, dict[s
     assert not {"pods", "pods/exec", "nodes", "serviceaccounts/token"} & set(rule["resources"])
 
 
-def test_secrets_can_be_read_only_by_name_in_the_controllers_namespace() -> None:
-    readers = [
+def test_secrets_are_got_and_updated_only_by_name_in_the_controllers_namespace() -> None:
+    named = [
         (kind, rule)
         for kind, rule in RULES
-        if "secrets" in rule["resources"] and READ & set(rule["verbs"])
+        if "secrets" in rule["resources"] and {"get", "update"} & set(rule["verbs"])
     ]
-    assert readers == [
+    assert named == [
         (
             "Role",
             {
@@ -48,5 +53,24 @@ def test_secrets_can_be_read_only_by_name_in_the_controllers_namespace() -> None
             },
         )
     ]
+
+
+def test_secrets_cluster_wide_are_listed_watched_and_created_only() -> None:
     cluster = [r for r in rbac.cluster_role()["rules"] if "secrets" in r["resources"]]
-    assert [r["verbs"] for r in cluster] == [["create"]]
+    assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in cluster] == [
+        ([""], ["secrets"], ["list", "watch", "create"])
+    ]
+    assert not {"get", "update", "patch", "delete"} & set(cluster[0]["verbs"])
+    assert "resourceNames" not in cluster[0]
+
+
+def test_the_secret_informer_asks_for_metadata_only() -> None:
+    client = Client(Config(server="https://127.0.0.1:1"))
+    try:
+        manager = Manager(client, Options(leader_elect=False, metrics_port=None, health_port=None))
+        assert manager.secrets.resource is r.SECRETS
+        assert manager.secrets.metadata_only is True
+        assert manager.caches.secrets is manager.secrets
+        assert manager.secrets in manager.informers
+    finally:
+        client.close()
