@@ -19,5 +19,7 @@ if .venv/bin/python -c "import trainjob.api.crd" 2>/dev/null; then
 fi
 echo "==> test control plane (etcd + kube-apiserver from Go modules; cached after the first build)"
 bash hack/build-control-plane.sh
+echo "==> deployment tools (helm, kustomize from Go modules; cached)"
+bash hack/build-tools.sh
 echo "==> pytest"
 .venv/bin/pytest -q "$@"
