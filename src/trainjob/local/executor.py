@@ -112,6 +112,7 @@ class LocalExecutor:
             private, public = keys.generate_ssh_key_pair()
             options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
         plan = compile(tj, runtime, options)
+        _check_local_size(plan, tj)
         run_dir = os.path.abspath(cwd or os.getcwd())
         runtime_dict = to_dict(runtime)
         meta.uid = _uid()
@@ -626,3 +627,34 @@ def _state(row: JobRow, pod_states: tuple[PodState, ...]) -> JobState:
         message=row.message,
         pods=pod_states,
     )
+
+
+MAX_LOCAL_PODS = 256
+
+
+def _check_local_size(plan: Plan, tj: TrainJob) -> None:
+    """Refuse a job with more pods than one machine can run as processes (before anything starts).
+
+    Valid on a cluster (numNodes is an int32), but every pod is a process here: a numNodes of a
+    million would exhaust memory instead of failing with a reason.
+    """
+    total = 0
+    for rjob in plan.jobset.get("spec", {}).get("replicatedJobs") or ():
+        job_spec = (rjob.get("template") or {}).get("spec") or {}
+        total += int(rjob.get("replicas") or 1) * int(job_spec.get("parallelism") or 1)
+    if total > MAX_LOCAL_PODS:
+        trainer = tj.spec.trainer
+        value = trainer.num_nodes if trainer and trainer.num_nodes is not None else total
+        raise InvalidError(
+            [
+                FieldError.invalid(
+                    "spec.trainer.numNodes",
+                    value,
+                    f"must give at most {MAX_LOCAL_PODS} pods on the local backend, where every "
+                    f"pod is a process on this machine (this job has {total}): lower numNodes, "
+                    "or submit it to a cluster",
+                )
+            ],
+            f"{c.TRAINJOB_KIND}.{c.GROUP}",
+            tj.metadata.name or "",
+        )
