@@ -23,10 +23,10 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 
 from trainjob.api import constants as c
+from trainjob.api import goyaml
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
 from trainjob.cli import app
 from trainjob.cli import plan as planning
@@ -133,7 +133,7 @@ def _printed_as_objects(
     if output is Output.json:
         sys.stdout.write(json.dumps(body, indent=2) + "\n")
     else:
-        sys.stdout.write(yaml.safe_dump(body, sort_keys=False))
+        sys.stdout.write(goyaml.dump_all([body]))
     return True
 
 
