@@ -21,6 +21,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 say "installing trainjob and its dependencies into .venv"
-uv pip install --quiet -p .venv -e ".[dev,torch]"
+# Bytecode compiled now, as pip does: otherwise every torch process (each node, each rank)
+# compiles torch from source when PYTHONDONTWRITEBYTECODE is set or site-packages is read-only.
+uv pip install --quiet --compile-bytecode -p .venv -e ".[dev,torch]"
+# A .venv made before that flag: uv only compiles what it installs.
+site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+if [ ! -d "$site/torch/__pycache__" ]; then
+  say "compiling .venv's Python files to bytecode (once)"
+  .venv/bin/python -m compileall -q -j 0 "$site" >/dev/null 2>&1 || true
+fi
 
 say "ready: $(.venv/bin/trainjob version 2>/dev/null || echo trainjob)"
