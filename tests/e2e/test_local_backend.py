@@ -407,3 +407,136 @@ def test_suspend_stops_pods_that_ignore_sigterm_together(ex: LocalExecutor, tmp_
     s = ex.state("stubborn")
     assert s.phase == "Suspended"
     assert [p.phase for p in s.pods] == ["Pending"] * 4
+
+
+# A server that takes its time to listen, and a trainer that needs it: dependsOn Ready must wait
+# for the readiness probe, not for the process to start.
+SLOW_SERVER = textwrap.dedent(
+    """
+    import os, socket, time
+    time.sleep(2)
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(os.environ["PORT"]))); s.listen()
+    print("listening", flush=True)
+    while True:
+        c, _ = s.accept(); c.sendall(b"hello from the server"); c.close()
+    """
+)
+CLIENT = (
+    "import os, socket; s = socket.create_connection(('127.0.0.1', int(os.environ['PORT'])));"
+    " print(s.recv(100).decode())"
+)
+
+
+def _runtime_with_server(
+    name: str, probe: dict[str, object], *, in_order: bool = False
+) -> L.ClusterTrainingRuntime:
+    """``server`` then ``node``; node waits for server by dependsOn Ready, or by startupPolicy."""
+    data = L.runtime(name).to_dict()
+    jobs = data["spec"]["template"]["spec"]["replicatedJobs"]
+    server = {
+        "name": "server",
+        "template": {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "server",
+                                "image": "python:3.11",
+                                "command": [sys.executable, "-c", SLOW_SERVER],
+                                "env": [{"name": "PORT", "value": "8080"}],
+                                "ports": [{"name": "http", "containerPort": 8080}],
+                                "readinessProbe": probe,
+                            }
+                        ]
+                    }
+                }
+            }
+        },
+    }
+    if in_order:
+        data["spec"]["template"]["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    else:
+        jobs[0]["dependsOn"] = [{"name": "server", "status": "Ready"}]
+    data["spec"]["template"]["spec"]["replicatedJobs"] = [server, *jobs]
+    data["spec"]["template"]["spec"]["successPolicy"] = {
+        "operator": "All",
+        "targetReplicatedJobs": ["node"],
+    }
+    obj = L.parse(data)
+    assert isinstance(obj, L.ClusterTrainingRuntime)
+    return obj
+
+
+TCP_PROBE = {"tcpSocket": {"port": "http"}, "periodSeconds": 1}
+
+
+@pytest.mark.parametrize(
+    ("probe", "in_order"),
+    [
+        (TCP_PROBE, False),
+        (
+            {
+                "exec": {
+                    "command": [
+                        sys.executable,
+                        "-c",
+                        "import socket, sys; host, port = sys.argv[1].split(':');"
+                        " socket.create_connection((host, int(port)))",
+                        "localhost:8080",  # the pod's own port: mapped like its command's
+                    ]
+                },
+                "periodSeconds": 1,
+            },
+            False,
+        ),
+        (TCP_PROBE, True),
+    ],
+    ids=["dependsOn-tcpSocket", "dependsOn-exec", "startupPolicy-InOrder"],
+)
+def test_a_job_waiting_for_ready_waits_for_the_readiness_probe(tmp_path, probe, in_order):
+    ex = LocalExecutor(tmp_path / "home")
+    ex.apply_runtime(_runtime_with_server("served", probe, in_order=in_order))
+    ex.submit(
+        L.trainjob("ready", CLIENT, runtime="served", env={"PORT": "8080"}), cwd=str(tmp_path)
+    )
+    s = ex.wait("ready", timeout=TIMEOUT)
+    assert s.phase == "Complete", (s.reason, s.message)
+    # The client connects once, without retrying: it ran only after the server listened.
+    assert list(ex.logs("ready")) == ["hello from the server"]
+    assert list(ex.logs("ready", job="server")) == ["listening"]
+    server, node = s.pod("server"), s.pod("node")
+    assert server and node and server.started and node.started
+    assert node.started > server.started  # 2 s of sleep between them
+    unhealthy = [e for e in ex.events("ready") if e.reason == "Unhealthy"]
+    assert unhealthy and unhealthy[0].involved_name == server.name
+    assert unhealthy[0].message.startswith("Readiness probe failed: ")
+
+
+def test_a_failing_liveness_probe_kills_the_container_and_fails_the_job(tmp_path):
+    ex = LocalExecutor(tmp_path / "home")
+    data = L.runtime("live").to_dict()
+    ctr = data["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
+        "spec"
+    ]["containers"][0]
+    ctr["livenessProbe"] = {
+        "exec": {"command": ["test", "-e", "/workspace/alive"]},
+        "periodSeconds": 1,
+        "failureThreshold": 2,
+    }
+    ctr["volumeMounts"] = [{"name": "ws", "mountPath": "/workspace"}]
+    data["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "volumes"
+    ] = [{"name": "ws", "emptyDir": {}}]
+    ex.apply_runtime(L.parse(data))  # type: ignore[arg-type]
+    code = "import time; open('/workspace/alive', 'w').close(); time.sleep(3);" + (
+        "import os; os.remove('/workspace/alive'); time.sleep(600)"
+    )
+    ex.submit(L.trainjob("hung", code, runtime="live"), cwd=str(tmp_path))
+    s = ex.wait("hung", phases={"Failed"}, timeout=TIMEOUT)
+    pod = s.pods[0]
+    assert pod.exit_code in (137, 143)
+    assert pod.message.endswith("(Container node failed liveness probe, will be restarted)")
+    reasons = [(e.reason, e.involved_kind) for e in ex.events("hung")]
+    assert ("Unhealthy", "Pod") in reasons and ("Killing", "Pod") in reasons

@@ -124,7 +124,10 @@ def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path):
     lines = described.splitlines()
     for title, headers in (
         ("Conditions:", ["Type", "Status", "Reason", "Message", "LastTransitionTime"]),
-        ("Steps:", ["Step", "Pod", "Phase", "ExitCode", "Started", "Finished", "Message"]),
+        (
+            "Steps:",
+            ["Step", "Pod", "Phase", "Ready", "ExitCode", "Started", "Finished", "Message"],
+        ),
         ("Events:", ["Type", "Reason", "Age", "From", "Message"]),
     ):
         at = lines.index(title)

@@ -484,12 +484,13 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
     )
     _print_section(
         "Steps",
-        ("Step", "Pod", "Phase", "ExitCode", "Started", "Finished", "Message"),
+        ("Step", "Pod", "Phase", "Ready", "ExitCode", "Started", "Finished", "Message"),
         [
             [
                 step_name(p.job, p.index, p.job_index),
                 p.name,
                 p.phase,
+                str(p.ready),
                 "<none>" if p.exit_code is None else str(p.exit_code),
                 *_or_none(p.started, p.finished, p.message),
             ]

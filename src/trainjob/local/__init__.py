@@ -3,7 +3,7 @@
 ``LocalExecutor`` (:mod:`trainjob.local.executor`) is the entry point; the other modules are its
 parts: ``home`` (directory layout), ``store`` (SQLite), ``pods`` (a Plan's pods as local
 processes: env, endpoints, paths, commands), ``volumes``, ``procs`` (spawning, killing, liveness),
-``podrun`` (one pod's processes), ``status`` (conditions), ``mpi`` (OpenMPI on one host) and
+``podrun`` (one pod's processes), ``probes`` (readiness, liveness and startup probes), ``status`` (conditions), ``mpi`` (OpenMPI on one host) and
 ``supervisor`` (the per-job process that runs the JobSet). Names are imported on first use, so the
 supervisor starts without loading the API models.
 """

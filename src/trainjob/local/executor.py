@@ -611,6 +611,7 @@ def _pod_state(p: PodRow) -> PodState:
         restarts=p.restarts,
         job_index=p.job_index,
         message=p.message,
+        ready=p.ready,
     )
 
 

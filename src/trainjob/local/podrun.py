@@ -14,11 +14,15 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
 from trainjob.local import procs
 from trainjob.local.pods import LocalContainer, LocalPod
+from trainjob.local.probes import Outcome, PodProbes
+
+PROBE_KILL_GRACE = 3.0  # SIGTERM, then SIGKILL: the local backend's grace everywhere
 
 
 def exit_code(returncode: int) -> int:
@@ -67,13 +71,19 @@ def describe_exit(code: int) -> str:
 class PodRun:
     """The processes of one pod. Call :meth:`start`, then :meth:`poll` until :attr:`done`."""
 
-    def __init__(self, pod: LocalPod, log: Path) -> None:
+    def __init__(
+        self, pod: LocalPod, log: Path, probe_pool: ThreadPoolExecutor | None = None
+    ) -> None:
         self.pod = pod
         self.log = log
         self.procs: list[subprocess.Popen[bytes]] = []
         self.stage = -1  # index into init containers; len(inits) = main containers
         self.exit_code: int | None = None
         self.failed_container = ""
+        self.killed_why: dict[str, str] = {}  # container -> why a probe had it killed
+        self.probes: PodProbes | None = None
+        self._probe_pool = probe_pool
+        self._sigkill_at: dict[int, float] = {}
         self._out: IO[bytes] | None = None
 
     @property
@@ -100,8 +110,48 @@ class PodRun:
             self._spawn((inits[self.stage],))
         elif self.pod.containers:
             self._spawn(self.pod.containers)
+            self._start_probes()
         else:
             self._finish(0)
+
+    def _start_probes(self) -> None:
+        checks = [c.probes for c in self.pod.containers if c.probes and c.probes.probes]
+        if checks and self._probe_pool is not None:
+            envs = {c.name: (c.env, c.cwd) for c in self.pod.containers}
+            self.probes = PodProbes(checks, envs, self._probe_pool)
+
+    @property
+    def in_main_stage(self) -> bool:
+        return not self.done and self.stage >= len(self.pod.init_containers)
+
+    @property
+    def ready(self) -> bool:
+        """The pod's Ready condition: its main containers run and pass their readiness probes."""
+        if not self.in_main_stage:
+            return False
+        if self.probes is not None:
+            return self.probes.ready
+        return all(p.poll() is None for p in self.procs)
+
+    def tick_probes(self) -> Outcome | None:
+        """Run the pod's due probes; kill the containers whose liveness/startup probe failed."""
+        if self.probes is None or not self.in_main_stage:
+            return None
+        for ctr, p in zip(self.pod.containers, self.procs, strict=True):
+            if p.poll() is not None:
+                self.probes.container_exited(ctr.name)
+        out = self.probes.tick()
+        for name, why in out.kill:
+            self.kill_container(name, why)
+        return out
+
+    def kill_container(self, name: str, why: str) -> None:
+        """SIGTERM one main container's processes; SIGKILL after the grace (from :meth:`poll`)."""
+        for i, (ctr, p) in enumerate(zip(self.pod.containers, self.procs, strict=True)):
+            if ctr.name == name and p.poll() is None:
+                self.killed_why[name] = why
+                procs.kill_group(p.pid, signal.SIGTERM)
+                self._sigkill_at[i] = time.monotonic() + PROBE_KILL_GRACE
 
     def _finish(self, code: int) -> None:
         self.exit_code = code
@@ -118,6 +168,10 @@ class PodRun:
         """Reap exited processes and move on; whether the pod has just ended."""
         if self.done or not self.procs:
             return False
+        for i, at in list(self._sigkill_at.items()):
+            if time.monotonic() >= at:
+                procs.kill_group(self.procs[i].pid, signal.SIGKILL)
+                del self._sigkill_at[i]
         codes = [p.poll() for p in self.procs]
         for p, rc in zip(self.procs, codes, strict=True):
             if rc is not None:

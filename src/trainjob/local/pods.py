@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from trainjob.api import constants as c
+from trainjob.local import probes
 from trainjob.runtime import quantity
 from trainjob.runtime.plan import Plan
 
@@ -91,6 +92,7 @@ class LocalContainer:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: str
+    probes: probes.ContainerProbes | None = None
 
 
 @dataclass(frozen=True)
@@ -499,7 +501,15 @@ def build_pod(
         full_env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
         full_env.update(env)
         argv = resolve_command(argv, full_env.get("PATH", path), where)
-        return LocalContainer(str(ctr.get("name")), tuple(argv), full_env, run_dir)
+        checks = probes.parse(
+            ctr,
+            port_of=lambda p: network.port_of(pod.hostname, p),
+            host_of=lambda h: network.rewrite(h, pod.hostname) if h else "127.0.0.1",
+            argv_of=lambda cmd: [
+                rewrite_paths(network.rewrite(a, pod.hostname), mounts) for a in cmd
+            ],
+        )
+        return LocalContainer(str(ctr.get("name")), tuple(argv), full_env, run_dir, checks)
 
     inits = tuple(one(x, "init container") for x in pod.spec.get("initContainers") or ())
     ctrs = tuple(one(x, "container") for x in pod.spec.get("containers") or ())

@@ -36,7 +36,8 @@ class PodState:
     index among the replicatedJob's replicas (0 unless ``replicas`` > 1). ``started``/``finished``
     are RFC 3339 timestamps or None; ``restarts`` counts JobSet restarts this pod went through;
     ``message`` says why a pod is not run as a process (for example the sshd-only ``node`` pods
-    of an MPI runtime) or why it failed.
+    of an MPI runtime) or why it failed; ``ready`` is the pod's Ready condition: Running, its
+    init containers done and its containers passing their readiness probes.
     """
 
     job: str
@@ -49,6 +50,7 @@ class PodState:
     restarts: int = 0
     job_index: int = 0
     message: str = ""
+    ready: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,13 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from trainjob.errors import AlreadyExistsError, ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # SQLite primary result codes of a write the disk refused (sqlite3.h).
 _WRITE_ERRORS = (10, 13, 14)  # SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
 
@@ -79,6 +79,7 @@ CREATE TABLE IF NOT EXISTS pods (
   pid INTEGER,
   pid_start TEXT,
   message TEXT NOT NULL DEFAULT '',
+  ready INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (namespace, name, job, job_index, idx)
 );
 CREATE TABLE IF NOT EXISTS events (
@@ -158,6 +159,7 @@ class PodRow:
     pid: int | None = None
     pid_start: str | None = None
     message: str = ""
+    ready: bool = False  # Running with its containers ready (readiness probes passed)
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,11 @@ SUMMARY_COLS = (
 )  # fmt: skip
 _POD_COLS = [f.name for f in fields(PodRow)]
 _EVENT_COLS = [f.name for f in fields(EventRow)]
+
+
+def _pod(r: tuple[Any, ...]) -> PodRow:
+    p = PodRow(*r)
+    return replace(p, ready=bool(p.ready))
 
 
 class Store:
@@ -258,6 +265,14 @@ class Store:
                 raise ConfigError(
                     f"the job store {self.path} has schema version {row[0]}, newer than this "
                     f"trainjob's {SCHEMA_VERSION}: upgrade trainjob or use another TRAINJOB_HOME"
+                )
+            elif int(row[0]) < SCHEMA_VERSION:
+                # Upgrades, one version at a time; each only adds what older rows lack.
+                if int(row[0]) < 2:
+                    db.execute("ALTER TABLE pods ADD COLUMN ready INTEGER NOT NULL DEFAULT 0")
+                db.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                    (str(SCHEMA_VERSION),),
                 )
 
     # -- jobs ---------------------------------------------------------------------------------
@@ -381,7 +396,7 @@ class Store:
             "ORDER BY rowid",
             (namespace, name),
         )
-        return [PodRow(*r) for r in rows]
+        return [_pod(r) for r in rows]
 
     def pods_in(self, namespace: str | None = None) -> list[PodRow]:
         """Every pod row (of ``namespace``, or all) in one query, for listings of many jobs."""
@@ -390,7 +405,7 @@ class Store:
         if namespace is not None:
             sql += " WHERE namespace = ?"
             args = (namespace,)
-        return [PodRow(*r) for r in self._read(sql + " ORDER BY rowid", args)]
+        return [_pod(r) for r in self._read(sql + " ORDER BY rowid", args)]
 
     def job_summaries(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
         """For listings: ``SUMMARY_COLS`` of every job, oldest first, without the big JSON

@@ -8,8 +8,11 @@ plays the JobSet and Job controllers on this host, in their order:
 1. reap finished pods (a Job fails once its pods failed more than ``backoffLimit`` times);
 2. a failed Job -> the JobSet failure policy (fail, or restart every pod under ``maxRestarts``);
 3. the success policy (``All``/``Any`` of the target replicatedJobs) -> Complete;
-4. start the pods whose ``dependsOn`` is met;
-5. ``activeDeadlineSeconds`` -> Failed/DeadlineExceeded;
+4. run the pods' probes (:mod:`trainjob.local.probes`): readiness, and liveness/startup kills;
+5. start the pods whose ``dependsOn`` is met (``Ready``: every pod of that job runs and passes its
+   readiness probes, or has succeeded; ``Complete``: every pod has succeeded), and with
+   ``startupPolicyOrder: InOrder`` once the replicatedJobs before theirs are Ready;
+6. ``activeDeadlineSeconds`` -> Failed/DeadlineExceeded;
 
 and writes the TrainJob status (conditions, jobsStatus), the pods and events in one go when they
 changed. It exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the
@@ -25,6 +28,7 @@ import signal
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -76,10 +80,19 @@ class Supervisor:
         self.rjob_names = [r["name"] for r in js_spec.get("replicatedJobs") or ()]
         self.success_policy = js_spec.get("successPolicy") or {}
         self.failure_policy = js_spec.get("failurePolicy")
+        startup = js_spec.get("startupPolicy") or {}
+        self.in_order = startup.get("startupPolicyOrder") == "InOrder"
         self.jobset_name = self.plan.jobset["metadata"]["name"]
         self.local_mpi = mpi.adapt(self.plan, self.runtime)
         if self.local_mpi:
             self.base_env.update(self.local_mpi.env)
+        self._probe_pool: ThreadPoolExecutor | None = None
+
+    @property
+    def probe_pool(self) -> ThreadPoolExecutor:
+        if self._probe_pool is None:
+            self._probe_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe")
+        return self._probe_pool
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -144,10 +157,11 @@ class Supervisor:
                     n["failed"] += 1
                     continue
                 running = sum(r.phase == st.POD_RUNNING for r in rows)
+                ready = sum(r.phase == st.POD_RUNNING and r.ready for r in rows)
                 succeeded = sum(r.phase == st.POD_SUCCEEDED for r in rows)
                 n["suspended"] += int(self.suspended)
                 n["active"] += int(running > 0)
-                n["ready"] += int(bool(rows) and running + succeeded >= len(rows))
+                n["ready"] += int(bool(rows) and ready + succeeded >= len(rows))
             out.append({"name": rname, **n})
         return out
 
@@ -195,13 +209,26 @@ class Supervisor:
                 return t.backoff_limit
         return 0
 
+    def _ready(self, rname: str) -> bool:
+        """Every pod of replicatedJob ``rname`` is Ready or has succeeded."""
+        return all(
+            r.phase == st.POD_SUCCEEDED or (r.phase == st.POD_RUNNING and r.ready)
+            for k, r in self.rows.items()
+            if k[0] == rname
+        )
+
     def deps_met(self, t: pods.PodTemplate) -> bool:
+        if self.in_order:
+            # startupPolicyOrder InOrder: each replicatedJob waits for the ones before it to be
+            # ready, as JobSet creates them.
+            for rname in self.rjob_names[: self.rjob_names.index(t.job)]:
+                if not self._ready(rname):
+                    return False
         for dep, want in t.depends_on:
-            keys = [k for k in self.rows if k[0] == dep]
-            phases = [self.rows[k].phase for k in keys]
-            if want == "Complete" and not all(p == st.POD_SUCCEEDED for p in phases):
+            rows = [r for k, r in self.rows.items() if k[0] == dep]
+            if want == "Complete" and not all(r.phase == st.POD_SUCCEEDED for r in rows):
                 return False
-            if want == "Ready" and not all(p in (st.POD_RUNNING, st.POD_SUCCEEDED) for p in phases):
+            if want == "Ready" and not self._ready(dep):
                 return False
         return True
 
@@ -213,7 +240,7 @@ class Supervisor:
             if row.phase != st.POD_PENDING or key in self.runs or not self.deps_met(t):
                 continue
             if key in self.virtual:
-                self.set_pod(key, phase=st.POD_RUNNING, started=now())
+                self.set_pod(key, phase=st.POD_RUNNING, started=now(), ready=True)
                 self._mark_started()
                 continue
             try:
@@ -225,7 +252,7 @@ class Supervisor:
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
             log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
-            run = PodRun(local, log)
+            run = PodRun(local, log, self.probe_pool)
             try:
                 run.start()
             except OSError as e:
@@ -240,6 +267,7 @@ class Supervisor:
                 started=now(),
                 pid=pid,
                 pid_start=procs.start_time(pid) if pid else None,
+                ready=run.ready,
             )
             self.event(
                 "Normal",
@@ -257,6 +285,16 @@ class Supervisor:
             self.started = now()
         self.dirty = True
 
+    def probe(self) -> None:
+        """Run due probes of running pods; record readiness changes and probe events."""
+        for key, run in self.runs.items():
+            out = run.tick_probes()
+            t = next(t for t in self.templates if (t.job, t.job_index, t.index) == key)
+            for type_, reason, message in out.events if out else ():
+                self.event(type_, reason, message, "Pod", t.name)
+            if self.rows[key].ready != run.ready:
+                self.set_pod(key, ready=run.ready)
+
     def reap(self) -> None:
         for key, run in list(self.runs.items()):
             if not run.poll():
@@ -265,15 +303,25 @@ class Supervisor:
             assert code is not None
             t = next(t for t in self.templates if (t.job, t.job_index, t.index) == key)
             if code == 0:
-                self.set_pod(key, phase=st.POD_SUCCEEDED, exit_code=0, finished=now(), pid=None)
+                self.set_pod(
+                    key, phase=st.POD_SUCCEEDED, exit_code=0, finished=now(), pid=None, ready=False
+                )
             else:
                 what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
+                if run.failed_container in run.killed_why:
+                    what += f" ({run.killed_why[run.failed_container]})"
                 said = log_says(run.log)
                 what += (f"; its log says: {said}" if said else "") + homes.disk_full_note(
                     run.log.parent
                 )
                 self.set_pod(
-                    key, phase=st.POD_FAILED, exit_code=code, finished=now(), pid=None, message=what
+                    key,
+                    phase=st.POD_FAILED,
+                    exit_code=code,
+                    finished=now(),
+                    pid=None,
+                    message=what,
+                    ready=False,
                 )
                 self.event("Warning", "Failed", what, "Pod", t.name)
                 jk = (key[0], key[1])
@@ -319,6 +367,7 @@ class Supervisor:
                     "phase": phase,
                     "pid": None,
                     "message": message or row.message,
+                    "ready": False,
                 }
                 if row.phase == st.POD_RUNNING:
                     fields["finished"] = now()
@@ -449,6 +498,7 @@ class Supervisor:
             return False
         if not self.suspended:
             self.reap()
+            self.probe()
             failed = self.failed_jobs()
             if failed:
                 self.apply_failure_policy(failed)
@@ -482,6 +532,8 @@ class Supervisor:
             self.flush()
         finally:
             self.kill_all()
+            if self._probe_pool is not None:
+                self._probe_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _on_term(_signum: int, _frame: object) -> None:

@@ -144,3 +144,34 @@ def test_a_job_whose_supervisor_never_started_fails_after_a_grace_period(tmp_pat
     assert (s.phase, s.reason) == ("Failed", "SupervisorDied")
     assert s.message.startswith("the local supervisor never started")
     assert ex.store.job("default", "stale").phase == "Failed"  # type: ignore[union-attr]
+
+
+def test_a_store_from_schema_version_1_is_upgraded_in_place_and_keeps_its_pods(tmp_path: Path):
+    """A TRAINJOB_HOME written before pods had a ``ready`` column (schema 1) still opens: the
+    column is added, its rows read back not ready, and the version is bumped."""
+    db = sqlite3.connect(tmp_path / "db")
+    db.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE pods (
+          namespace TEXT NOT NULL, name TEXT NOT NULL, uid TEXT NOT NULL, job TEXT NOT NULL,
+          job_index INTEGER NOT NULL, idx INTEGER NOT NULL, pod_name TEXT NOT NULL,
+          phase TEXT NOT NULL, exit_code INTEGER, started TEXT, finished TEXT,
+          restarts INTEGER NOT NULL DEFAULT 0, pid INTEGER, pid_start TEXT,
+          message TEXT NOT NULL DEFAULT '',
+          PRIMARY KEY (namespace, name, job, job_index, idx)
+        );
+        INSERT INTO pods (namespace, name, uid, job, job_index, idx, pod_name, phase)
+          VALUES ('default', 'old', 'u0', 'node', 0, 0, 'old-node-0-0-abcde', 'Succeeded');
+        """
+    )
+    db.commit()
+    db.close()
+    store = Store(tmp_path / "db")
+    (pod,) = store.pods("default", "old")
+    assert (pod.pod_name, pod.phase, pod.ready) == ("old-node-0-0-abcde", "Succeeded", False)
+    got = sqlite3.connect(tmp_path / "db").execute("SELECT value FROM meta").fetchone()
+    assert got == (str(SCHEMA_VERSION),) and SCHEMA_VERSION >= 2
+    store.put_pods([replace(pod, phase="Running", ready=True)])
+    assert store.pods("default", "old")[0].ready is True
