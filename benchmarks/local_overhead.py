@@ -19,8 +19,8 @@ It also counts the runs where a torchrun agent logged "Error waiting on exit bar
 static rendezvous keeps its store in node 0's agent, which exits as soon as the barrier opens, so
 an agent that other processes kept off the CPU between checking in and waiting loses its
 connection, and then spends 1-5 s importing ``torch._dynamo`` to format that error. It happens to
-plain torchrun as much as under trainjob when the nodes share two cores; the count shows how much
-of the tail is that.
+plain torchrun too when the nodes share a few busy cores (4 of 6 runs against trainjob's 1 of 6,
+with one core kept busy); the count shows how much of a tail is that.
 
     .venv/bin/python benchmarks/local_overhead.py [--repeat 3] [--nodes 1 4]
 """
