@@ -1,0 +1,89 @@
+"""The ``file://`` source: copy a local file or directory tree into the output directory.
+
+Called by ``command.fetch`` for ``file:///path`` and for absolute paths. Useful on the local
+backend and for volumes already mounted into the initializer's pod. A file lands as
+``OUTPUT_PATH/<its name>``; a directory's contents land under ``OUTPUT_PATH`` keeping their
+relative paths. Ignore patterns, the resume check and progress lines are those of ``transfer``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from trainjob.initializers import config, transfer
+
+log = logging.getLogger(__name__)
+
+
+def source_path(uri: str) -> Path:
+    """The local path a ``file://`` URI or an absolute path names."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return Path(uri)
+    if parsed.netloc not in ("", "localhost"):
+        raise config.InitializerError(
+            f"{config.STORAGE_URI_ENV}: file URI {uri!r} names host {parsed.netloc!r}: "
+            "use file:///absolute/path (three slashes) for a path on this machine"
+        )
+    return Path(unquote(parsed.path))
+
+
+def list_items(src: Path, patterns: tuple[str, ...], skip: Path) -> list[transfer.Item]:
+    """Every regular file under directory ``src`` not ignored, as items relative to ``src``.
+
+    ``skip`` (the output directory, when it lies inside ``src``) is not descended into.
+    """
+    items: list[transfer.Item] = []
+    for root, dirs, files in os.walk(src):
+        here = Path(root)
+        dirs[:] = sorted(d for d in dirs if (here / d).resolve() != skip)
+        for name in sorted(files):
+            path = here / name
+            relpath = path.relative_to(src).as_posix()
+            if not path.is_file() or transfer.is_ignored(relpath, patterns):
+                continue
+            items.append(transfer.Item(relpath, path.stat().st_size))
+    return items
+
+
+def fetch(cfg: config.Config) -> None:
+    """Copy ``cfg.storage_uri`` into ``cfg.output_path``, skipping files already there."""
+    src = source_path(cfg.storage_uri)
+    if not src.is_absolute():
+        raise config.InitializerError(
+            f"{config.STORAGE_URI_ENV}: {str(src)!r} is not an absolute path: "
+            "use file:///absolute/path"
+        )
+    if not src.exists():
+        raise config.InitializerError(
+            f"{config.STORAGE_URI_ENV}: {src} does not exist: check the path "
+            "(on a cluster, that the volume holding it is mounted into the initializer)"
+        )
+    dest = Path(cfg.output_path)
+    log.info("Downloading %s to %s", cfg.storage_uri, dest)
+    if src.is_dir():
+        base = src
+        items = list_items(src, cfg.ignore_patterns, dest.resolve())
+    else:
+        base = src.parent
+        items = (
+            []
+            if transfer.is_ignored(src.name, cfg.ignore_patterns)
+            else [transfer.Item(src.name, src.stat().st_size)]
+        )
+    todo, present = transfer.split_present(items, dest)
+    progress = transfer.Progress(todo, present)
+    for item in todo:
+        origin = base / item.relpath
+
+        def copy(tmp: Path, origin: Path = origin) -> None:
+            shutil.copyfile(origin, tmp)
+            shutil.copystat(origin, tmp)
+
+        transfer.write_atomically(dest / item.relpath, copy)
+        progress.file_done(item.size)
+    progress.finish()

@@ -1,0 +1,165 @@
+"""The ``hf://org/repo[/path]`` source: a Hugging Face Hub repo, via ``snapshot_download``.
+
+Called by ``command.fetch``. The dataset initializer fetches dataset repos, the model
+initializer model repos, as upstream's images do; the token comes from ``ACCESS_TOKEN`` and is
+passed to the call (never written to disk, unlike ``huggingface_hub.login``). ``HF_ENDPOINT``
+(a mirror) and the other ``HF_*`` env vars of huggingface_hub apply as usual.
+
+Upstream's choices kept here: the model initializer fetches only ``*.json``, ``*.safetensors``,
+``*.model`` and ``*.txt`` files, minus ``IGNORE_PATTERNS`` (by default the other weight
+formats). One extension: ``hf://org/repo/path`` fetches only ``path`` (a file, or a folder's
+contents) where upstream fetches the whole repo; the files land at the same place,
+``OUTPUT_PATH/path``, which is where the torchtune trainer's ``dataset.data_dir|data_files``
+point. Hub errors become one-line ``InitializerError``s naming the env var to fix.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from trainjob.initializers import config, transfer
+
+log = logging.getLogger(__name__)
+
+# Upstream's model initializer fetches these file types only.
+MODEL_ALLOW_PATTERNS = ("*.json", "*.safetensors", "*.model", "*.txt")
+
+# The HTTP clients huggingface_hub versions use; their errors mean the Hub was not reached.
+HTTP_LIBRARIES = ("httpx", "httpx2", "httpcore", "requests", "urllib3")
+
+_Error = config.InitializerError
+
+
+@dataclass(frozen=True)
+class Request:
+    """The arguments of one ``snapshot_download`` call, derived from a ``Config``."""
+
+    repo_id: str
+    repo_type: str
+    local_dir: str
+    allow_patterns: tuple[str, ...] | None
+    ignore_patterns: tuple[str, ...] | None
+    token: str | None
+
+
+def parse_uri(uri: str) -> tuple[str, str]:
+    """``hf://org/repo[/path]`` as (``org/repo``, ``path`` or ``""``)."""
+    parsed = urlparse(uri)
+    parts = [part for part in parsed.path.split("/") if part]
+    if not parsed.netloc or not parts:
+        raise _Error(
+            f"{config.STORAGE_URI_ENV}: {uri!r} names no repo: use hf://org/repo or hf://org/repo/path"
+        )
+    return f"{parsed.netloc}/{parts[0]}", "/".join(parts[1:])
+
+
+def request(cfg: config.Config) -> Request:
+    """The ``snapshot_download`` arguments for ``cfg``."""
+    repo_id, path = parse_uri(cfg.storage_uri)
+    allow: tuple[str, ...] | None = None
+    if cfg.kind is config.Kind.MODEL:
+        allow = MODEL_ALLOW_PATTERNS
+    if path:
+        # A file itself, or everything under a folder; for models, of the allowed types only.
+        allow = (path, f"{path}/*") if allow is None else tuple(f"{path}/{p}" for p in allow)
+    return Request(
+        repo_id=repo_id,
+        repo_type="dataset" if cfg.kind is config.Kind.DATASET else "model",
+        local_dir=cfg.output_path,
+        allow_patterns=allow,
+        ignore_patterns=cfg.ignore_patterns or None,
+        token=cfg.access_token,
+    )
+
+
+def snapshot_download(req: Request) -> None:
+    """Call ``huggingface_hub.snapshot_download`` for ``req``, with its progress bars off."""
+    hub: Any = importlib.import_module("huggingface_hub")
+    importlib.import_module("huggingface_hub.utils").disable_progress_bars()
+    # First ask for the repo: snapshot_download, when the Hub answers "not found" (or cannot be
+    # reached) and local_dir exists, returns local_dir as it is instead of raising.
+    hub.HfApi().repo_info(repo_id=req.repo_id, repo_type=req.repo_type, token=req.token)
+    hub.snapshot_download(
+        repo_id=req.repo_id,
+        repo_type=req.repo_type,
+        local_dir=req.local_dir,
+        allow_patterns=list(req.allow_patterns) if req.allow_patterns else None,
+        ignore_patterns=list(req.ignore_patterns) if req.ignore_patterns else None,
+        token=req.token,
+    )
+
+
+def explain(exc: Exception, req: Request, uri: str) -> _Error | None:
+    """A one-line ``InitializerError`` for a huggingface_hub error, or None if not one of its."""
+    errors: Any = importlib.import_module("huggingface_hub.errors")
+    kind = req.repo_type
+    if isinstance(exc, errors.GatedRepoError):
+        return _Error(
+            f"ACCESS_TOKEN: {kind} repo {req.repo_id!r} is gated: accept its terms on the Hub, "
+            "then set ACCESS_TOKEN to a token of that account"
+        )
+    if isinstance(exc, errors.RepositoryNotFoundError):
+        hint = (
+            "check the repo id in STORAGE_URI, or check ACCESS_TOKEN"
+            if req.token
+            else ("check the repo id in STORAGE_URI; if the repo is private, set ACCESS_TOKEN")
+        )
+        return _Error(f"{config.STORAGE_URI_ENV}: {kind} repo {req.repo_id!r} not found: {hint}")
+    if isinstance(exc, errors.RevisionNotFoundError | errors.EntryNotFoundError):
+        return _Error(f"{config.STORAGE_URI_ENV}: {uri!r} not found in the repo: check the path")
+    if isinstance(exc, errors.HfHubHTTPError):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        if status == 401:
+            return _Error("ACCESS_TOKEN: the Hub rejected the token: set a valid ACCESS_TOKEN")
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return _Error(f"Hugging Face Hub request for {req.repo_id!r} failed: {first}")
+    if isinstance(exc, errors.LocalEntryNotFoundError):
+        endpoint = importlib.import_module("huggingface_hub.constants").ENDPOINT
+        return _Error(
+            f"cannot reach the Hugging Face Hub at {endpoint}: check the network, "
+            "or set HF_ENDPOINT to a reachable mirror"
+        )
+    if type(exc).__module__.split(".")[0] in HTTP_LIBRARIES:
+        endpoint = importlib.import_module("huggingface_hub.constants").ENDPOINT
+        return _Error(
+            f"cannot reach the Hugging Face Hub at {endpoint} ({type(exc).__name__}): "
+            "check the network, or set HF_ENDPOINT to a reachable mirror"
+        )
+    if isinstance(exc, errors.HFValidationError):
+        return _Error(f"{config.STORAGE_URI_ENV}: {uri!r} is not a valid repo id: {exc}")
+    return None
+
+
+def count_files(root: Path) -> tuple[int, int]:
+    """(files, bytes) under ``root``, leaving out huggingface_hub's ``.cache`` folder."""
+    files = size = 0
+    for path in root.rglob("*"):
+        if path.is_file() and ".cache" not in path.relative_to(root).parts:
+            files += 1
+            size += path.stat().st_size
+    return files, size
+
+
+def fetch(cfg: config.Config, download: Callable[[Request], None] = snapshot_download) -> None:
+    """Download ``cfg.storage_uri`` into ``cfg.output_path`` with ``download`` (the Hub's)."""
+    req = request(cfg)
+    log.info("Downloading %s to %s", cfg.storage_uri, cfg.output_path)
+    start = time.monotonic()
+    try:
+        download(req)
+    except Exception as exc:
+        error = explain(exc, req, cfg.storage_uri)
+        if error is None:
+            raise
+        raise error from None
+    files, size = count_files(Path(cfg.output_path))
+    log.info(
+        "Downloaded %d files (%s) in %.1f s", files, transfer.mib(size), time.monotonic() - start
+    )

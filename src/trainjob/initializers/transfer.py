@@ -1,0 +1,142 @@
+"""What the file and S3 sources share: ignore patterns, the resume check and progress lines.
+
+Called by ``sources.file`` and ``sources.s3`` (and ``sources.hf`` for its summary line). Each
+source lists the files it would fetch as ``Item`` (relative path and size), drops the ignored
+ones with ``is_ignored``, splits off those already present with ``split_present``, then copies
+the rest, reporting each finished file to a ``Progress``, which logs pip-like lines::
+
+    Downloading s3://bucket/data to /workspace/dataset
+    3 files (12.0 MiB) to download, 2 already present
+    1/3 files, 4.0/12.0 MiB
+    3/3 files, 12.0/12.0 MiB
+    Downloaded 3 files (12.0 MiB) in 0.8 s
+
+Files are written to a ``.part`` sibling and renamed when complete, so an interrupted run leaves
+no file that a resumed run would take for finished.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Seconds between two "N/M files" lines; the last file always gets one.
+PROGRESS_INTERVAL = 2.0
+PART_SUFFIX = ".part"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One file to fetch: its path relative to the output dir (``/``-separated) and its size."""
+
+    relpath: str
+    size: int
+
+
+def is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
+    """Whether ``relpath`` matches an ignore pattern, with huggingface_hub's rules.
+
+    fnmatch on the whole relative path, so ``*`` also matches ``/`` (``*.bin`` drops
+    ``sub/x.bin``); a pattern ending in ``/`` drops everything under that directory.
+    """
+    for pattern in patterns:
+        if pattern.endswith("/"):
+            pattern += "*"
+        if fnmatch(relpath, pattern):
+            return True
+    return False
+
+
+def is_safe(relpath: str) -> bool:
+    """Whether ``relpath`` stays inside the output dir (no ``..``, not absolute, not empty)."""
+    parts = relpath.split("/")
+    return bool(relpath) and not relpath.startswith("/") and ".." not in parts
+
+
+def mib(size: int) -> str:
+    """A byte count as pip-like MiB with one decimal."""
+    return f"{size / 2**20:.1f} MiB"
+
+
+def split_present(items: Iterable[Item], dest: Path) -> tuple[list[Item], list[Item]]:
+    """Split ``items`` into (to fetch, already in ``dest`` with the same size)."""
+    todo: list[Item] = []
+    present: list[Item] = []
+    for item in items:
+        target = dest / item.relpath
+        try:
+            same = target.is_file() and target.stat().st_size == item.size
+        except OSError:
+            same = False
+        (present if same else todo).append(item)
+    return todo, present
+
+
+def write_atomically(target: Path, write: Callable[[Path], None]) -> None:
+    """Run ``write(tmp)`` on a ``.part`` sibling of ``target``, then rename it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + PART_SUFFIX)
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+class Progress:
+    """Counts finished files from any thread and logs a line at most every ``interval`` seconds."""
+
+    def __init__(
+        self,
+        todo: list[Item],
+        present: list[Item],
+        interval: float = PROGRESS_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total_files = len(todo)
+        self.total_bytes = sum(item.size for item in todo)
+        self.done_files = 0
+        self.done_bytes = 0
+        self._interval = interval
+        self._clock = clock
+        self._start = clock()
+        self._last = self._start
+        self._lock = threading.Lock()
+        line = f"{self.total_files} files ({mib(self.total_bytes)}) to download"
+        if present:
+            line += f", {len(present)} already present"
+        log.info(line)
+
+    def file_done(self, size: int) -> None:
+        """Record one finished file of ``size`` bytes; log a line if it is time to."""
+        with self._lock:
+            self.done_files += 1
+            self.done_bytes += size
+            now = self._clock()
+            last = self.done_files == self.total_files
+            if not last and now - self._last < self._interval:
+                return
+            self._last = now
+            log.info(
+                "%d/%d files, %s/%s",
+                self.done_files,
+                self.total_files,
+                mib(self.done_bytes)[: -len(" MiB")],
+                mib(self.total_bytes),
+            )
+
+    def finish(self) -> None:
+        """Log the closing ``Downloaded N files (X MiB) in S s`` line."""
+        elapsed = self._clock() - self._start
+        log.info(
+            "Downloaded %d files (%s) in %.1f s", self.done_files, mib(self.done_bytes), elapsed
+        )
