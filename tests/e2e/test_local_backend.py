@@ -540,3 +540,32 @@ def test_a_failing_liveness_probe_kills_the_container_and_fails_the_job(tmp_path
     assert pod.message.endswith("(Container node failed liveness probe, will be restarted)")
     reasons = [(e.reason, e.involved_kind) for e in ex.events("hung")]
     assert ("Unhealthy", "Pod") in reasons and ("Killing", "Pod") in reasons
+
+
+def test_the_upstream_dataset_initializer_image_runs_here_before_the_trainer(tmp_path):
+    """A runtime written for the cluster (initializer image, no command) runs unchanged: the step
+    is trainjob's own initializer, fed by spec.initializer.dataset.storageUri."""
+    ex = LocalExecutor(tmp_path / "home")
+    data = L.runtime("upstream-init", initializer="unused").to_dict()
+    init_job = data["spec"]["template"]["spec"]["replicatedJobs"][0]
+    (ctr,) = init_job["template"]["spec"]["template"]["spec"]["containers"]
+    assert ctr["name"] == "dataset-initializer"
+    del ctr["command"]
+    ctr["image"] = "ghcr.io/kubeflow/trainer/dataset-initializer:latest"
+    ex.apply_runtime(L.parse(data))  # type: ignore[arg-type]
+    source = tmp_path / "corpus"
+    (source / "train").mkdir(parents=True)
+    (source / "train" / "part-0.jsonl").write_text('{"text": "hello"}\n')
+    code = "print(open('/workspace/dataset/train/part-0.jsonl').read().strip())"
+    job = L.trainjob(
+        "upstream-init",
+        code,
+        runtime="upstream-init",
+        initializer={"dataset": {"storageUri": f"file://{source}"}},
+    )
+    ex.submit(job, cwd=str(tmp_path))
+    s = ex.wait("upstream-init", timeout=TIMEOUT)
+    assert s.phase == "Complete", (s.reason, s.message)
+    assert list(ex.logs("upstream-init")) == ['{"text": "hello"}']
+    init_log = "\n".join(ex.logs("upstream-init", job="dataset-initializer"))
+    assert str(source) in init_log  # it says what it copies

@@ -13,8 +13,10 @@ JobSet, and by the executor to check before submitting that every command can ru
 * Paths: each volume mount path (``/workspace``) is rewritten, in env values, command, args and
   workingDir, to the volume's directory under the job's home.
 * Commands: there are no images here; a container's command runs in this machine's environment
-  (``python`` is this interpreter). A container without a command, or a command not installed,
-  is a :class:`PodConfigError` that says what to do.
+  (``python`` is this interpreter). Upstream's dataset and model initializer images, which have no
+  command, run as trainjob's own ``python -m trainjob.initializers.dataset|model``. Any other
+  container without a command, or a command not installed, is a :class:`PodConfigError` that says
+  what to do.
 """
 
 from __future__ import annotations
@@ -63,6 +65,18 @@ INSTALL_HINTS = {
     "sshd": "install OpenSSH server: apt-get install -y openssh-server",
 }
 PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
+# Upstream images whose entrypoint trainjob ships as a module, with the same env contract
+# (STORAGE_URI, ACCESS_TOKEN, ...): image without tag -> (module, default OUTPUT_PATH).
+BUILTIN_IMAGES = {
+    "ghcr.io/kubeflow/trainer/dataset-initializer": (
+        "trainjob.initializers.dataset",
+        "/workspace/dataset",
+    ),
+    "ghcr.io/kubeflow/trainer/model-initializer": (
+        "trainjob.initializers.model",
+        "/workspace/model",
+    ),
+}
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -443,6 +457,25 @@ def search_path(base_env: Mapping[str, str]) -> str:
     return path if path.split(os.pathsep)[0] == bindir else bindir + os.pathsep + path
 
 
+def image_name(image: str) -> str:
+    """``registry/repo:tag@digest`` -> ``registry/repo``."""
+    name = image.split("@", 1)[0]
+    head, _, tail = name.rpartition(":")
+    return head if head and "/" not in tail else name
+
+
+def builtin_entrypoint(ctr: Obj) -> tuple[list[str], dict[str, str]] | None:
+    """(command, default env) for a container with no command whose image trainjob can run as
+    its own module (the initializer images); None otherwise."""
+    if ctr.get("command"):
+        return None
+    known = BUILTIN_IMAGES.get(image_name(str(ctr.get("image") or "")))
+    if known is None:
+        return None
+    module, output = known
+    return ["python", "-m", module], {"OUTPUT_PATH": output}
+
+
 def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
     """``argv`` once its executable is found here (``python`` is this interpreter), or a
     PodConfigError saying what to install."""
@@ -476,6 +509,9 @@ def build_pod(
 
     def one(ctr: Obj, kind: str) -> LocalContainer:
         where = f'{kind} "{ctr.get("name")}" of job "{pod.job}"'
+        builtin = builtin_entrypoint(ctr)
+        if builtin is not None:
+            ctr = {**ctr, "command": builtin[0]}
         argv = [*(ctr.get("command") or ()), *(ctr.get("args") or ())]
         if not ctr.get("command"):
             raise PodConfigError(
@@ -485,6 +521,8 @@ def build_pod(
             )
         mounts = mount_map(ctr, dirs)
         env = resolve_env(ctr, pod, objects, namespace)
+        if builtin is not None:
+            env = {**builtin[1], **env}
         env = {
             k: rewrite_paths(network.rewrite_env(v, pod.hostname), mounts) for k, v in env.items()
         }

@@ -369,3 +369,67 @@ def test_a_failed_container_reports_what_its_log_says(log: str, want: str, tmp_p
     path.write_text(log)
     assert podrun.log_says(path) == want
     assert podrun.log_says(tmp_path / "missing.log") == ""
+
+
+JOBSET_ONLY = Plan(({"kind": "JobSet", "metadata": {"name": "tj"}, "spec": {}},))
+
+
+def _spec_pod(spec: dict[str, object]) -> pods.PodTemplate:
+    return pods.PodTemplate("init", 0, 0, "tj-init-0-0", "tj-init-0-0-abcde", {}, {}, spec)
+
+
+@pytest.mark.parametrize(
+    ("image", "module", "output"),
+    [
+        pytest.param(
+            "ghcr.io/kubeflow/trainer/dataset-initializer:latest",
+            "trainjob.initializers.dataset",
+            "dataset",
+            id="the dataset initializer image",
+        ),
+        pytest.param(
+            "ghcr.io/kubeflow/trainer/model-initializer:v2.3.0@sha256:" + "0" * 64,
+            "trainjob.initializers.model",
+            "model",
+            id="the model initializer image, with tag and digest",
+        ),
+    ],
+)
+def test_upstream_initializer_images_run_as_trainjob_s_initializer_modules(
+    image: str, module: str, output: str, tmp_path: Path
+):
+    """The torchtune runtimes' initializer steps have an image and no command: here they run
+    trainjob's module of the same env contract, writing into the mounted workspace."""
+    ctr = {
+        "name": "init",
+        "image": image,
+        "env": [{"name": "STORAGE_URI", "value": "file:///data"}],
+        "volumeMounts": [{"name": "initializer", "mountPath": "/workspace"}],
+    }
+    spec = {"containers": [ctr], "volumes": [{"name": "initializer", "emptyDir": {}}]}
+    t = _spec_pod(spec)
+    plan = JOBSET_ONLY
+    local = pods.build_pod(t, pods.network_for(plan, [t]), plan, tmp_path, "/src", "default", {})
+    (c,) = local.containers
+    assert c.argv == (sys.executable, "-m", module)
+    assert c.env["STORAGE_URI"] == "file:///data"
+    assert c.env["OUTPUT_PATH"] == str(tmp_path / "initializer" / output)
+
+
+def test_an_output_path_set_in_the_runtime_wins_and_other_images_still_need_a_command(
+    tmp_path: Path,
+):
+    ctr = {
+        "name": "init",
+        "image": "ghcr.io/kubeflow/trainer/dataset-initializer",
+        "env": [{"name": "OUTPUT_PATH", "value": "/data/out"}],
+    }
+    plan = JOBSET_ONLY
+    t = _spec_pod({"containers": [ctr]})
+    (c,) = pods.build_pod(t, pods.network_for(plan, [t]), plan, tmp_path, "/", "d", {}).containers
+    assert c.env["OUTPUT_PATH"] == "/data/out"
+    other = _spec_pod(
+        {"containers": [{"name": "x", "image": "ghcr.io/kubeflow/trainer/torchtune"}]}
+    )
+    with pytest.raises(pods.PodConfigError, match="has no command"):
+        pods.build_pod(other, pods.network_for(plan, [other]), plan, tmp_path, "/", "d", {})
