@@ -1,0 +1,304 @@
+"""The typed training config: a recipe's defaults with the command's ``key=value`` overrides.
+
+``tune run`` merges dotted overrides (``batch_size=2``, ``model.lora_rank=8``,
+``dataset.column_map={'input': 'q'}``) into a YAML recipe config; here every key this trainer
+understands is listed in :data:`KEYS` with its parser, so an unknown or malformed override is a
+one-line :class:`TrainerError` rather than a silent no-op. Called by :mod:`.launch` (to check
+before starting processes) and by :mod:`.train` (each rank parses the same argv again).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainjob.trainers.llm import recipes
+from trainjob.trainers.llm.errors import TrainerError
+
+Value = Any
+"""A parsed override value (bool, int, float, str, list of str, dict of str, or None)."""
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """``dataset.*``: an instruct dataset read from local files."""
+
+    component: str = "torchtune.datasets.instruct_dataset"
+    source: str | None = None
+    data_dir: str | None = None
+    data_files: tuple[str, ...] = ()
+    split: str = "train"
+    column_map: dict[str, str] = field(default_factory=dict)
+    train_on_input: bool = False
+    new_system_prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    """``model.*``: the LoRA adapter (ignored by full fine-tuning, where setting it is an error)."""
+
+    lora_attn_modules: tuple[str, ...] = ("q_proj", "v_proj", "output_proj")
+    apply_lora_to_mlp: bool = True
+    apply_lora_to_output: bool = False
+    lora_rank: int = 64
+    lora_alpha: float = 128.0
+    lora_dropout: float = 0.0
+    use_dora: bool = False
+    quantize_base: bool = False
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything one training run needs, after defaults and overrides."""
+
+    recipe: recipes.Recipe
+    checkpoint_dir: str
+    output_dir: str
+    epochs: int = 1
+    batch_size: int = 2
+    max_steps_per_epoch: int | None = None
+    gradient_accumulation_steps: int = 1
+    lr: float = 2e-5
+    weight_decay: float = 0.01
+    dtype: str | None = None
+    seed: int | None = None
+    device: str | None = None
+    loss: str | None = None
+    tokenizer_path: str | None = None
+    tokenizer_merges_file: str | None = None
+    max_seq_len: int | None = None
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    lora: LoraConfig = field(default_factory=LoraConfig)
+
+
+# ---- value parsers: each takes the raw string and returns the typed value or raises ValueError.
+
+
+def _literal(raw: str) -> Value:
+    text = raw.strip()
+    if text.lower() in ("null", "none", "~", ""):
+        return None
+    if text.lower() == "true":
+        return True
+    if text.lower() == "false":
+        return False
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _int(raw: str) -> Value:
+    value = _literal(raw)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be an integer")
+    return value
+
+
+def _positive_int(raw: str) -> Value:
+    value = _int(raw)
+    if value < 1:
+        raise ValueError("must be an integer >= 1")
+    return value
+
+
+def _optional_positive_int(raw: str) -> Value:
+    return None if _literal(raw) is None else _positive_int(raw)
+
+
+def _optional_int(raw: str) -> Value:
+    return None if _literal(raw) is None else _int(raw)
+
+
+def _float(raw: str) -> Value:
+    value = _literal(raw)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    return float(value)
+
+
+def _bool(raw: str) -> Value:
+    value = _literal(raw)
+    if not isinstance(value, bool):
+        raise ValueError("must be True or False")
+    return value
+
+
+def _str(raw: str) -> Value:
+    return raw.strip()
+
+
+def _optional_str(raw: str) -> Value:
+    return None if _literal(raw) is None else raw.strip()
+
+
+def _str_list(raw: str) -> Value:
+    """``[q_proj,v_proj]``, ``['q_proj', 'v_proj']`` or ``q_proj,v_proj``."""
+    text = raw.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    items = [item.strip().strip("'\"") for item in text.split(",")]
+    return tuple(item for item in items if item)
+
+
+def _str_dict(raw: str) -> Value:
+    value = _literal(raw)
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError("must be a dict of column names, e.g. {'input': 'question'}")
+    return dict(value)
+
+
+def _dtype(raw: str) -> Value:
+    text = raw.strip().lower().removeprefix("datatype.")
+    if text in ("", "null", "none"):
+        return None
+    if text not in ("fp32", "bf16", "fp16"):
+        raise ValueError("must be fp32 or bf16")
+    return text
+
+
+def _device(raw: str) -> Value:
+    text = raw.strip().lower()
+    if text not in ("cpu", "cuda"):
+        raise ValueError("must be cpu or cuda")
+    return text
+
+
+def _component(raw: str) -> Value:
+    text = raw.strip()
+    if text not in ("torchtune.datasets.instruct_dataset", "torchtune.datasets.alpaca_dataset"):
+        raise ValueError("must be torchtune.datasets.instruct_dataset (the one dataset supported)")
+    return text
+
+
+def _source(raw: str) -> Value:
+    text = raw.strip().lower().removeprefix("dataformat.")
+    if text in ("", "null", "none"):
+        return None
+    if text not in SOURCES:
+        raise ValueError(f"must be one of {', '.join(SOURCES)}")
+    return text
+
+
+SOURCES = ("json", "jsonl", "csv", "parquet")
+"""Dataset file formats the trainer reads (``dataset.source``)."""
+
+Parser = Callable[[str], Value]
+
+KEYS: dict[str, tuple[str, Parser]] = {
+    "epochs": ("epochs", _positive_int),
+    "batch_size": ("batch_size", _positive_int),
+    "max_steps_per_epoch": ("max_steps_per_epoch", _optional_positive_int),
+    "gradient_accumulation_steps": ("gradient_accumulation_steps", _positive_int),
+    "optimizer.lr": ("lr", _float),
+    "optimizer.weight_decay": ("weight_decay", _float),
+    "dtype": ("dtype", _dtype),
+    "seed": ("seed", _optional_int),
+    "device": ("device", _device),
+    "loss": ("loss", _optional_str),
+    "output_dir": ("output_dir", _str),
+    "checkpointer.checkpoint_dir": ("checkpoint_dir", _str),
+    "tokenizer.path": ("tokenizer_path", _optional_str),
+    "tokenizer.merges_file": ("tokenizer_merges_file", _optional_str),
+    "tokenizer.max_seq_len": ("max_seq_len", _optional_positive_int),
+    "dataset": ("dataset.component", _component),
+    "dataset._component_": ("dataset.component", _component),
+    "dataset.source": ("dataset.source", _source),
+    "dataset.data_dir": ("dataset.data_dir", _optional_str),
+    "dataset.data_files": ("dataset.data_files", _str_list),
+    "dataset.split": ("dataset.split", _str),
+    "dataset.column_map": ("dataset.column_map", _str_dict),
+    "dataset.train_on_input": ("dataset.train_on_input", _bool),
+    "dataset.new_system_prompt": ("dataset.new_system_prompt", _optional_str),
+    "model.lora_attn_modules": ("lora.lora_attn_modules", _str_list),
+    "model.apply_lora_to_mlp": ("lora.apply_lora_to_mlp", _bool),
+    "model.apply_lora_to_output": ("lora.apply_lora_to_output", _bool),
+    "model.lora_rank": ("lora.lora_rank", _positive_int),
+    "model.lora_alpha": ("lora.lora_alpha", _float),
+    "model.lora_dropout": ("lora.lora_dropout", _float),
+    "model.use_dora": ("lora.use_dora", _bool),
+    "model.quantize_base": ("lora.quantize_base", _bool),
+}
+"""Override key -> (field it sets, parser). ``lora.*``/``dataset.*`` fields are nested."""
+
+LORA_ATTN_MODULES = ("q_proj", "k_proj", "v_proj", "output_proj")
+"""torchtune's attention projection names (``output_proj`` is Hugging Face's ``o_proj``)."""
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, tuple[str, Value]]:
+    """``key=value`` strings -> {key: (raw, value)}; the last one of a key wins, as in tune."""
+    parsed: dict[str, tuple[str, Value]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise TrainerError(f'override "{item}" is not key=value (e.g. batch_size=2)')
+        if key not in KEYS:
+            raise TrainerError(f'unknown override "{key}"; known: {", ".join(KEYS)}')
+        try:
+            parsed[key] = (raw, KEYS[key][1](raw))
+        except ValueError as exc:
+            raise TrainerError(f'override {key}="{raw}" {exc}') from None
+    return parsed
+
+
+def build(recipe: str, config: str, overrides: Sequence[str]) -> TrainConfig:
+    """The run's config: ``RECIPE --config CONFIG`` defaults, then the overrides, then checks."""
+    rec = recipes.parse(recipe, config)
+    parsed = parse_overrides(overrides)
+    top: dict[str, Value] = {}
+    dataset: dict[str, Value] = {}
+    lora: dict[str, Value] = {}
+    if rec.method is recipes.Method.LORA:
+        top["lr"] = 3e-4
+        lora["quantize_base"] = rec.qlora
+    for key, (_raw, value) in parsed.items():
+        target = KEYS[key][0]
+        if target.startswith("lora.") and rec.method is recipes.Method.FULL:
+            raise TrainerError(
+                f'override "{key}" is for LoRA, but recipe "{rec.recipe}" is a full fine-tune; '
+                f"use lora_finetune_{'distributed' if rec.distributed else 'single_device'} "
+                f"--config {rec.model}_lora{'' if rec.distributed else '_single_device'}, "
+                f'or drop "{key}"'
+            )
+        scope, _, name = target.rpartition(".")
+        {"": top, "dataset": dataset, "lora": lora}[scope][name] = value
+    for name in ("output_dir", "checkpoint_dir"):
+        if not top.get(name):
+            key = "checkpointer.checkpoint_dir" if name == "checkpoint_dir" else name
+            raise TrainerError(
+                f"{key} is not set; add {key}=<dir> "
+                f"(the runtimes use {key}=/workspace/{'model' if name == 'checkpoint_dir' else 'output'})"
+            )
+    _check_lora(lora)
+    _check_dataset(dataset)
+    return TrainConfig(recipe=rec, dataset=DatasetConfig(**dataset), lora=LoraConfig(**lora), **top)
+
+
+def _check_lora(lora: dict[str, Value]) -> None:
+    modules = lora.get("lora_attn_modules", LoraConfig.lora_attn_modules)
+    unknown = [m for m in modules if m not in LORA_ATTN_MODULES]
+    if unknown:
+        raise TrainerError(
+            f'model.lora_attn_modules has unknown module "{unknown[0]}"; '
+            f"known: {', '.join(LORA_ATTN_MODULES)}"
+        )
+    dropout = lora.get("lora_dropout", 0.0)
+    if not 0.0 <= dropout < 1.0:
+        raise TrainerError(f"model.lora_dropout={dropout} must be in [0, 1)")
+
+
+def _check_dataset(dataset: dict[str, Value]) -> None:
+    if dataset.get("data_dir") and dataset.get("data_files"):
+        raise TrainerError("dataset.data_dir and dataset.data_files are both set; keep one of them")
+    if not dataset.get("data_dir") and not dataset.get("data_files"):
+        raise TrainerError(
+            "no dataset: set dataset.data_dir=<dir> or dataset.data_files=<file> "
+            "(the runtimes use dataset.data_dir=/workspace/dataset/data)"
+        )

@@ -1,0 +1,91 @@
+"""``python -m trainjob.trainers.llm run ...``: check the run, then start it like ``tune run``.
+
+``tune run`` wraps torchrun: a distributed recipe runs ``torch.distributed.run`` (in this
+process, as tune does) with the launcher options before the recipe and the PET_* env torchrun
+reads itself (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT),
+each worker running :mod:`.train`; a single-device recipe trains in this process. Config, model
+dir and dataset are checked first, so a bad run fails with one ``error:`` line before any worker
+starts. Called by :mod:`.__main__`; the local backend maps the runtimes' ``tune`` command here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+from trainjob.trainers.llm import argv as argv_mod
+from trainjob.trainers.llm import config as config_mod
+from trainjob.trainers.llm import data, model, train
+from trainjob.trainers.llm.errors import TrainerError
+
+TRAIN_MODULE = "trainjob.trainers.llm.train"
+RDZV_ENDPOINT = ("--rdzv_endpoint", "--rdzv-endpoint")
+
+
+def preflight(cfg: config_mod.TrainConfig, cuda: bool) -> None:
+    """The checks that need no process group: model dir, tokenizer, dtype, QLoRA, dataset rows."""
+    model.check_checkpoint_dir(cfg)
+    model.tokenizer_dir(cfg)
+    model.resolve_dtype(cfg, cuda)
+    model.check_qlora(cfg.lora, cuda)
+    data.load_rows(cfg.dataset)
+
+
+def torchrun_args(inv: argv_mod.Invocation, env: Mapping[str, str]) -> tuple[list[str], str | None]:
+    """torchrun's argv for this run, and a log line when ``--rdzv_endpoint`` gives way to PET_*.
+
+    On a cluster the runtime's ``--rdzv_endpoint`` and PET_MASTER_ADDR/PORT name the same first
+    node; on the local backend PET_MASTER_PORT is a free port while the runtime still says
+    ``localhost:29500``, so PET_MASTER_ADDR/PET_MASTER_PORT win when both are set.
+    """
+    args: list[str] = []
+    note = None
+    pet = env.get("PET_MASTER_ADDR") and env.get("PET_MASTER_PORT")
+    for name, value in inv.launcher:
+        if name in RDZV_ENDPOINT and pet:
+            note = (
+                f"launcher: rendezvous at {env['PET_MASTER_ADDR']}:{env['PET_MASTER_PORT']} "
+                f"(PET_MASTER_ADDR/PET_MASTER_PORT; {name}={value} not used)"
+            )
+            continue
+        args.append(name if value is None else f"{name}={value}")
+    return [*args, "--module", TRAIN_MODULE, *inv.training_argv()], note
+
+
+def run_torchrun(args: Sequence[str]) -> int:
+    """Run torchrun in this process, as ``tune run`` does; 1 if a worker failed."""
+    from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    try:
+        torchrun.run(torchrun.get_args_parser().parse_args(list(args)))  # type: ignore[no-untyped-call]
+    except ChildFailedError as exc:
+        ranks = ", ".join(
+            f"rank {rank} (exit code {failure.exitcode})" for rank, failure in exc.failures.items()
+        )
+        print(f"error: training failed on {ranks}; see that rank's lines above", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``run [launcher options] RECIPE --config CONFIG key=value ...``; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        inv = argv_mod.parse_run(args)
+        cfg = config_mod.build(inv.recipe, inv.config, inv.overrides)
+        import torch
+
+        cuda = torch.cuda.is_available() and cfg.device != "cpu"
+        preflight(cfg, cuda)
+        if not cfg.recipe.distributed:
+            train.train(cfg)
+            return 0
+        torchrun, note = torchrun_args(inv, os.environ)
+    except TrainerError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    if note:
+        print(note, flush=True)
+    return run_torchrun(torchrun)

@@ -1,0 +1,186 @@
+"""The model side of a run: checkpoint dir checks, the tokenizer, the dtype, the model, LoRA.
+
+The model is the Hugging Face checkpoint in ``checkpointer.checkpoint_dir`` (config.json,
+*.safetensors, tokenizer files), loaded with transformers; LoRA, DoRA and QLoRA are peft adapters
+on the modules torchtune's names map to (``output_proj`` -> ``o_proj``, MLP ->
+``gate_proj/up_proj/down_proj``, output -> ``lm_head``). Called by :mod:`.train`; the cheap
+checks (:func:`check_checkpoint_dir`, :func:`resolve_dtype`, :func:`check_qlora`) also by
+:mod:`.launch` before any process starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from trainjob.trainers.llm.config import LoraConfig, TrainConfig
+from trainjob.trainers.llm.errors import TrainerError
+
+HF_MODULES = {
+    "q_proj": ("q_proj",),
+    "k_proj": ("k_proj",),
+    "v_proj": ("v_proj",),
+    "output_proj": ("o_proj",),
+}
+MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def check_checkpoint_dir(cfg: TrainConfig) -> Path:
+    """The model dir, if it holds a Hugging Face checkpoint's config.json."""
+    path = Path(cfg.checkpoint_dir)
+    if not path.is_dir():
+        raise TrainerError(
+            f"checkpointer.checkpoint_dir={path} does not exist; point it at a Hugging Face "
+            "model directory (the model initializer writes one to /workspace/model)"
+        )
+    if not (path / "config.json").is_file():
+        raise TrainerError(
+            f"checkpointer.checkpoint_dir={path} has no config.json; point it at a Hugging Face "
+            "model directory (config.json, *.safetensors, tokenizer files)"
+        )
+    return path
+
+
+def tokenizer_dir(cfg: TrainConfig) -> tuple[Path, str | None]:
+    """Where the Hugging Face tokenizer is, and a log line when ``tokenizer.path`` is not used.
+
+    torchtune's ``tokenizer.path`` names its own tokenizer file (``original/tokenizer.model``,
+    ``vocab.json``); this trainer uses the Hugging Face tokenizer next to the checkpoint instead.
+    """
+    given = Path(cfg.tokenizer_path) if cfg.tokenizer_path else None
+    if given is not None and given.is_dir() and _has_tokenizer(given):
+        return given, None
+    model_dir = Path(cfg.checkpoint_dir)
+    if not _has_tokenizer(model_dir):
+        raise TrainerError(
+            f"checkpointer.checkpoint_dir={model_dir} has no tokenizer.json or "
+            "tokenizer_config.json; save the Hugging Face tokenizer with the model"
+        )
+    note = None
+    if given is not None:
+        note = (
+            f"tokenizer: tokenizer.path={given} is torchtune's tokenizer file; "
+            f"using the Hugging Face tokenizer in {model_dir}"
+        )
+    return model_dir, note
+
+
+def _has_tokenizer(path: Path) -> bool:
+    return any((path / name).is_file() for name in TOKENIZER_FILES)
+
+
+def resolve_dtype(cfg: TrainConfig, cuda: bool) -> str:
+    """``fp32`` or ``bf16``: the override, else bf16 on a GPU that has it and fp32 elsewhere."""
+    if cfg.dtype == "fp16":
+        raise TrainerError(
+            "dtype=fp16 is not supported (torchtune refuses it too); use dtype=bf16 or dtype=fp32"
+        )
+    if cfg.dtype is not None:
+        return cfg.dtype
+    return "bf16" if cuda else "fp32"
+
+
+def check_qlora(lora: LoraConfig, cuda: bool) -> None:
+    """QLoRA (``model.quantize_base=True``) needs a CUDA GPU and bitsandbytes."""
+    if not lora.quantize_base:
+        return
+    if not cuda or importlib.util.find_spec("bitsandbytes") is None:
+        have = "no CUDA GPU" if not cuda else "no bitsandbytes installed"
+        raise TrainerError(
+            f"model.quantize_base=True (QLoRA) needs a GPU and bitsandbytes, and this machine has "
+            f"{have}; drop model.quantize_base for plain LoRA or run on a GPU node"
+        )
+
+
+def load_tokenizer(path: Path) -> Any:
+    """The Hugging Face tokenizer, with a pad token (the eos token when it has none)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def torch_dtype(name: str) -> Any:
+    """``fp32``/``bf16`` -> the torch dtype."""
+    import torch
+
+    return {"fp32": torch.float32, "bf16": torch.bfloat16}[name]
+
+
+def load_model(cfg: TrainConfig, dtype: str, device: Any) -> Any:
+    """The causal LM from the checkpoint dir, in ``dtype``, on ``device`` (4-bit for QLoRA)."""
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {}
+    dtype_key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    kwargs[dtype_key] = torch_dtype(dtype)
+    if cfg.lora.quantize_base:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(  # type: ignore[no-untyped-call]
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_compute_dtype=torch_dtype(dtype),
+        )
+        kwargs["device_map"] = {"": device}
+    try:
+        model = AutoModelForCausalLM.from_pretrained(cfg.checkpoint_dir, **kwargs)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrainerError(
+            f"cannot load the model in checkpointer.checkpoint_dir={cfg.checkpoint_dir}: {first}"
+        ) from None
+    if not cfg.lora.quantize_base:
+        model.to(device)
+    return model
+
+
+def lora_targets(lora: LoraConfig) -> list[str]:
+    """Hugging Face module names for torchtune's ``lora_attn_modules`` and ``apply_lora_to_*``."""
+    targets = [name for module in lora.lora_attn_modules for name in HF_MODULES[module]]
+    if lora.apply_lora_to_mlp:
+        targets.extend(MLP_MODULES)
+    if lora.apply_lora_to_output:
+        targets.append("lm_head")
+    if not targets:
+        raise TrainerError(
+            "LoRA has no modules to adapt; set model.lora_attn_modules=[q_proj,v_proj] "
+            "or model.apply_lora_to_mlp=True"
+        )
+    return targets
+
+
+def peft_config(lora: LoraConfig) -> Any:
+    """The peft ``LoraConfig`` for these settings (``use_dora`` makes it DoRA)."""
+    from peft import LoraConfig as PeftLoraConfig
+
+    alpha: Any = int(lora.lora_alpha) if lora.lora_alpha.is_integer() else lora.lora_alpha
+    return PeftLoraConfig(
+        r=lora.lora_rank,
+        lora_alpha=alpha,
+        lora_dropout=lora.lora_dropout,
+        target_modules=lora_targets(lora),
+        use_dora=lora.use_dora,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+
+
+def apply_lora(model: Any, lora: LoraConfig) -> Any:
+    """Wrap the model in a peft LoRA/DoRA model; only the adapter's weights train."""
+    from peft import get_peft_model, prepare_model_for_kbit_training
+
+    if lora.quantize_base:
+        model = prepare_model_for_kbit_training(model)  # type: ignore[no-untyped-call]
+    try:
+        return get_peft_model(model, peft_config(lora))
+    except ValueError as exc:
+        raise TrainerError(
+            f"cannot apply LoRA to {lora_targets(lora)}: {str(exc).splitlines()[0]}; "
+            "check model.lora_attn_modules and model.apply_lora_to_*"
+        ) from None
