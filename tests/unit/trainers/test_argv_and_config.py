@@ -172,6 +172,11 @@ def test_an_unknown_override_names_the_key_and_the_known_ones() -> None:
             'override dataset.train_on_input="maybe" must be True or False',
         ),
         ("batch_size", 'override "batch_size" is not key=value (e.g. batch_size=2)'),
+        (
+            "loss=torch.nn.MSELoss",
+            'override loss="torch.nn.MSELoss" must be one of '
+            "torchtune.modules.loss.CEWithChunkedOutputLoss, torch.nn.CrossEntropyLoss (cross-entropy)",
+        ),
     ],
 )
 def test_a_malformed_override_value_says_what_it_must_be(override: str, message: str) -> None:

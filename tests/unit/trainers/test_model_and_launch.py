@@ -145,6 +145,15 @@ def test_the_launcher_prints_one_error_line_and_exits_1(
     )
     assert code == 1
     assert capsys.readouterr().err.startswith("error: empty dataset: dataset.data_dir=")
+    (tmp_path / "data" / "train.json").write_text('[{"question": "q", "output": "a"}]')
+    code = launch.main(
+        [*base, f"checkpointer.checkpoint_dir={model_dir}", f"dataset.data_dir={tmp_path / 'data'}"]
+    )
+    assert code == 1
+    assert capsys.readouterr().err == (
+        'error: dataset has no column "input" (columns: question, output); '
+        "map it with dataset.column_map={'input': '<column>'}\n"
+    )
 
 
 def test_an_unknown_override_from_the_command_line_has_no_traceback() -> None:

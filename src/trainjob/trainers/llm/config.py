@@ -177,6 +177,19 @@ def _component(raw: str) -> Value:
     return text
 
 
+LOSSES = ("torchtune.modules.loss.CEWithChunkedOutputLoss", "torch.nn.CrossEntropyLoss")
+"""``loss=`` values accepted: both are token-level cross-entropy over the unmasked labels."""
+
+
+def _loss(raw: str) -> Value:
+    text = raw.strip()
+    if text.lower() in ("", "null", "none"):
+        return None
+    if text not in LOSSES:
+        raise ValueError(f"must be one of {', '.join(LOSSES)} (cross-entropy)")
+    return text
+
+
 def _source(raw: str) -> Value:
     text = raw.strip().lower().removeprefix("dataformat.")
     if text in ("", "null", "none"):
@@ -201,7 +214,7 @@ KEYS: dict[str, tuple[str, Parser]] = {
     "dtype": ("dtype", _dtype),
     "seed": ("seed", _optional_int),
     "device": ("device", _device),
-    "loss": ("loss", _optional_str),
+    "loss": ("loss", _loss),
     "output_dir": ("output_dir", _str),
     "checkpointer.checkpoint_dir": ("checkpoint_dir", _str),
     "tokenizer.path": ("tokenizer_path", _optional_str),

@@ -24,12 +24,13 @@ RDZV_ENDPOINT = ("--rdzv_endpoint", "--rdzv-endpoint")
 
 
 def preflight(cfg: config_mod.TrainConfig, cuda: bool) -> None:
-    """The checks that need no process group: model dir, tokenizer, dtype, QLoRA, dataset rows."""
+    """The checks that need no process group: model dir, tokenizer, dtype, QLoRA, dataset columns."""
     model.check_checkpoint_dir(cfg)
     model.tokenizer_dir(cfg)
     model.resolve_dtype(cfg, cuda)
     model.check_qlora(cfg.lora, cuda)
-    data.load_rows(cfg.dataset)
+    for row in data.load_rows(cfg.dataset):
+        data.prompt_and_response(row, cfg.dataset, chat=False)
 
 
 def torchrun_args(inv: argv_mod.Invocation, env: Mapping[str, str]) -> tuple[list[str], str | None]:

@@ -116,6 +116,7 @@ def load_model(cfg: TrainConfig, dtype: str, device: Any) -> Any:
     import transformers
     from transformers import AutoModelForCausalLM
 
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     kwargs: dict[str, Any] = {}
     dtype_key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
     kwargs[dtype_key] = torch_dtype(dtype)
@@ -173,8 +174,14 @@ def peft_config(lora: LoraConfig) -> Any:
 
 def apply_lora(model: Any, lora: LoraConfig) -> Any:
     """Wrap the model in a peft LoRA/DoRA model; only the adapter's weights train."""
+    import warnings
+
     from peft import get_peft_model, prepare_model_for_kbit_training
 
+    # peft asks transformers a deprecated question; the answer is the same, the warning is noise.
+    warnings.filterwarnings(
+        "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
+    )
     if lora.quantize_base:
         model = prepare_model_for_kbit_training(model)  # type: ignore[no-untyped-call]
     try:

@@ -82,11 +82,6 @@ def _train(
         f"{world} process(es), device {device.type}, dtype {dtype}",
         rank,
     )
-    if cfg.loss and cfg.loss != "torchtune.modules.loss.CEWithChunkedOutputLoss":
-        raise TrainerError(
-            f'loss="{cfg.loss}" is not supported; use loss=torchtune.modules.loss.CEWithChunkedOutputLoss '
-            "or leave it out (cross-entropy either way)"
-        )
     tok_dir, note = model.tokenizer_dir(cfg)
     if note:
         log(note, rank)
