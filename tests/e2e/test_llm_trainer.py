@@ -174,7 +174,9 @@ def test_full_fine_tune_on_one_device_saves_a_model_transformers_loads(
     assert (logits(tuned, tokenizer) - logits(base, tokenizer)).abs().max() > 1e-4
 
 
-def test_use_dora_trains_a_dora_adapter(workspace: Path, tmp_path: Path) -> None:
+def test_use_dora_trains_a_dora_adapter_with_gradient_accumulation(
+    workspace: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "output"
     proc = tune(
         [
@@ -184,6 +186,7 @@ def test_use_dora_trains_a_dora_adapter(workspace: Path, tmp_path: Path) -> None
             *runtime_args(workspace, out),
             "model.use_dora=True",
             "model.lora_rank=4",
+            "gradient_accumulation_steps=2",
             "max_steps_per_epoch=2",
         ]
     )
