@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import math
 import os
 import re
@@ -59,7 +60,7 @@ INSTALL_HINTS = {
     "mpiexec": "install OpenMPI: apt-get install -y openmpi-bin libopenmpi-dev "
     "(or run scripts/setup-local.sh)",
     "torchrun": "install PyTorch: pip install 'trainjob[torch]' (or pip install torch)",
-    "tune": "install torchtune: pip install torchtune",
+    "tune": "install trainjob's LLM trainer: pip install 'trainjob[llm]' (or torchtune)",
     "deepspeed": "install DeepSpeed: pip install deepspeed",
     "accelerate": "install Accelerate: pip install accelerate",
     "sshd": "install OpenSSH server: apt-get install -y openssh-server",
@@ -77,6 +78,9 @@ BUILTIN_IMAGES = {
         "/workspace/model",
     ),
 }
+# Commands trainjob stands in for when they are not installed, with the same argv: the torchtune
+# runtimes' ``tune run RECIPE --config CONFIG key=value...`` runs trainjob's LLM trainer.
+STAND_INS = {"tune": "trainjob.trainers.llm"}
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -476,12 +480,27 @@ def builtin_entrypoint(ctr: Obj) -> tuple[list[str], dict[str, str]] | None:
     return ["python", "-m", module], {"OUTPUT_PATH": output}
 
 
+def stand_in(exe: str) -> str | None:
+    """The trainjob module that runs ``exe``'s argv when ``exe`` is not installed, if any."""
+    module = STAND_INS.get(exe)
+    if module is None:
+        return None
+    try:
+        return module if importlib.util.find_spec(module) is not None else None
+    except ImportError:
+        return None
+
+
 def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
-    """``argv`` once its executable is found here (``python`` is this interpreter), or a
-    PodConfigError saying what to install."""
+    """``argv`` once its executable is found here (``python`` is this interpreter; ``tune``
+    without torchtune is trainjob's LLM trainer), or a PodConfigError saying what to install."""
     exe = argv[0]
     if PYTHON_NAMES.match(exe):
         return [sys.executable, *argv[1:]]
+    if os.sep not in exe and shutil.which(exe, path=path) is None:
+        module = stand_in(exe)
+        if module is not None:
+            return [sys.executable, "-m", module, *argv[1:]]
     if os.sep in exe:
         if os.access(exe, os.X_OK) and not os.path.isdir(exe):
             return argv

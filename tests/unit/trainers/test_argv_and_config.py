@@ -220,3 +220,20 @@ def test_missing_required_paths_and_dataset_say_which_key_to_set() -> None:
         )
     with pytest.raises(TrainerError, match=r'^model.lora_attn_modules has unknown module "o_proj"'):
         build("lora_finetune_distributed", "llama3_2/1B_lora", "model.lora_attn_modules=[o_proj]")
+
+
+def test_without_a_dataset_override_the_dataset_initializer_s_directory_is_read(tmp_path) -> None:
+    """The SDK passes no dataset.data_dir for an S3 dataset: the trainer reads /workspace/dataset,
+    beside the model dir, when the initializer filled it; an explicit override still wins."""
+    (tmp_path / "model").mkdir()
+    args = [f"checkpointer.checkpoint_dir={tmp_path / 'model'}", "output_dir=/o"]
+    (tmp_path / "dataset").mkdir()  # empty: nothing to read, still an error
+    with pytest.raises(TrainerError, match=r"^no dataset"):
+        config.build("full_finetune_distributed", "llama3_2/1B_full", args)
+    (tmp_path / "dataset" / "train.json").write_text("[]")
+    cfg = config.build("full_finetune_distributed", "llama3_2/1B_full", args)
+    assert cfg.dataset.data_dir == str(tmp_path / "dataset")
+    cfg = config.build(
+        "full_finetune_distributed", "llama3_2/1B_full", [*args, "dataset.data_files=/d.json"]
+    )
+    assert cfg.dataset.data_dir is None and cfg.dataset.data_files == ("/d.json",)

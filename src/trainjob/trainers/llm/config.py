@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trainjob.trainers.llm import recipes
@@ -290,8 +291,21 @@ def build(recipe: str, config: str, overrides: Sequence[str]) -> TrainConfig:
                 f"(the runtimes use {key}=/workspace/{'model' if name == 'checkpoint_dir' else 'output'})"
             )
     _check_lora(lora)
+    if not dataset.get("data_dir") and not dataset.get("data_files"):
+        found = initializer_dataset_dir(str(top["checkpoint_dir"]))
+        if found is not None:
+            dataset["data_dir"] = found
     _check_dataset(dataset)
     return TrainConfig(recipe=rec, dataset=DatasetConfig(**dataset), lora=LoraConfig(**lora), **top)
+
+
+def initializer_dataset_dir(checkpoint_dir: str) -> str | None:
+    """``/workspace/dataset`` beside ``/workspace/model`` when it exists: where the dataset
+    initializer writes. The SDK passes no ``dataset.data_dir`` for an S3 dataset (nor upstream's
+    torchtune, which then downloads its default dataset from the Hub); reading what the
+    initializer fetched is what the user asked for."""
+    beside = Path(checkpoint_dir).parent / "dataset"
+    return str(beside) if beside.is_dir() and any(beside.iterdir()) else None
 
 
 def _check_lora(lora: dict[str, Value]) -> None:

@@ -76,6 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         inv = argv_mod.parse_run(args)
         cfg = config_mod.build(inv.recipe, inv.config, inv.overrides)
+        if not any(
+            o.startswith(("dataset.data_dir=", "dataset.data_files=")) for o in inv.overrides
+        ):
+            print(
+                f"dataset: no dataset.data_dir or dataset.data_files given; reading "
+                f"{cfg.dataset.data_dir}, where the dataset initializer wrote it",
+                flush=True,
+            )
         import torch
 
         cuda = torch.cuda.is_available() and cfg.device != "cpu"
