@@ -433,3 +433,13 @@ def test_an_output_path_set_in_the_runtime_wins_and_other_images_still_need_a_co
     )
     with pytest.raises(pods.PodConfigError, match="has no command"):
         pods.build_pod(other, pods.network_for(plan, [other]), plan, tmp_path, "/", "d", {})
+
+
+def test_tune_without_torchtune_runs_trainjob_s_llm_trainer_with_the_same_argv(tmp_path: Path):
+    argv = ["tune", "run", "lora_finetune_distributed", "--config", "llama3_2/1B_lora", "epochs=1"]
+    got = pods.resolve_command(argv, str(tmp_path), "")  # nothing on this PATH
+    assert got == [sys.executable, "-m", "trainjob.trainers.llm", *argv[1:]]
+    real = tmp_path / "tune"  # torchtune installed: it runs, as written
+    real.write_text("#!/bin/sh\n")
+    real.chmod(0o755)
+    assert pods.resolve_command(argv, str(tmp_path), "") == argv
