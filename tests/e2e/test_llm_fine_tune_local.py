@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.s3server import moto_s3
 from tests.unit.trainers import tiny
 
 from trainjob import (
@@ -29,8 +31,8 @@ from trainjob import (
 )
 
 pytestmark = pytest.mark.e2e
-boto3 = pytest.importorskip("boto3")
-moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("boto3")
+pytest.importorskip("moto.server")
 pytest.importorskip("peft")
 pytest.importorskip("pyarrow")
 
@@ -40,20 +42,15 @@ KEY_ID, SECRET = "AKIALLMFINETUNE", "llm-s3cr3t-never-logged"
 @pytest.fixture
 def bucket(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A real S3 server holding ``s3://llm/model/`` (HF checkpoint) and ``s3://llm/dataset/``."""
+    with moto_s3(KEY_ID, SECRET) as (endpoint, s3):
+        _fill(tmp_path, s3)
+        yield endpoint
+
+
+def _fill(tmp_path: Path, s3: Any) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id=KEY_ID,
-        aws_secret_access_key=SECRET,
-        region_name="us-east-1",
-    )
     s3.create_bucket(Bucket="llm")
     model = tiny.checkpoint(tmp_path / "src-model")
     for f in model.iterdir():
@@ -62,10 +59,6 @@ def bucket(tmp_path: Path):  # type: ignore[no-untyped-def]
     pq.write_table(pa.Table.from_pylist(tiny.rows() * 2), table)
     # The runtime reads dataset.data_dir=/workspace/dataset/data, as for hf://tatsu-lab/alpaca.
     s3.upload_file(str(table), "llm", "dataset/data/train-00000-of-00001.parquet")
-    try:
-        yield endpoint
-    finally:
-        server.stop()
 
 
 def test_a_builtin_lora_fine_tune_runs_here_from_s3_to_a_loadable_adapter(tmp_path, bucket):

@@ -66,20 +66,9 @@ class S3:
 @pytest.fixture(scope="session")
 def s3() -> Iterator[S3]:
     """moto's ThreadedMotoServer on a free port, shared by the session's tests."""
-    boto3 = pytest.importorskip("boto3")
-    server_mod = pytest.importorskip("moto.server")
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id=ACCESS_KEY_ID,
-        aws_secret_access_key=SECRET_ACCESS_KEY,
-        region_name="us-east-1",
-    )
-    try:
+    pytest.importorskip("boto3")
+    pytest.importorskip("moto.server")
+    from tests.s3server import moto_s3
+
+    with moto_s3(ACCESS_KEY_ID, SECRET_ACCESS_KEY) as (endpoint, client):
         yield S3(endpoint, client)
-    finally:
-        server.stop()
