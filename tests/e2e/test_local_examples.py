@@ -1,7 +1,9 @@
 """The examples on the local backend: real DDP through torchrun, real mpirun, and the CLI.
 
-``examples/torch-ddp.yaml`` (2 nodes x 2 processes, gloo) and ``examples/mpi-hello.yaml`` (OpenMPI,
-4 ranks) run exactly as a user runs them, from the repository root.
+``examples/torch-ddp.yaml`` (2 nodes x 2 processes, gloo), ``examples/mpi-hello.yaml`` (OpenMPI,
+4 ranks) and ``examples/llm-lora.yaml`` (initializers + LoRA on the torchtune runtime, its tiny model
+and data made by ``python -m trainjob.trainers.llm.demo``) run exactly as a user runs them, from the
+repository root.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 import yaml
 from tests.e2e import local_jobs as L
 
-from trainjob.api.load import load_file
+from trainjob.api.load import load_file, parse
 from trainjob.api.trainer import TrainJob
 from trainjob.local import LocalExecutor
 
@@ -193,3 +195,33 @@ def test_logs_are_printed_verbatim(tmp_path):
     assert _cli(home, "logs", "verbatim", cwd=tmp_path).stdout == line + "\n"
     described = _cli(home, "describe", "job", "verbatim", cwd=tmp_path).stdout
     assert f"Logs:       {home}/jobs/default/verbatim/logs\n" in described
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("peft", "pyarrow", "transformers")),
+    reason="needs the llm extra",
+)
+def test_llm_lora_example_fine_tunes_the_demo_model_through_the_torchtune_runtime(tmp_path):
+    demo = subprocess.run(
+        [sys.executable, "-m", "trainjob.trainers.llm.demo", str(tmp_path / "demo")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert demo.returncode == 0, demo.stderr
+    data = _example("llm-lora.yaml").to_dict()
+    for kind in ("dataset", "model"):  # the example's /tmp/trainjob-llm-demo, here in tmp_path
+        uri = data["spec"]["initializer"][kind]["storageUri"]
+        assert uri == f"file:///tmp/trainjob-llm-demo/{kind}"
+        data["spec"]["initializer"][kind]["storageUri"] = f"file://{tmp_path}/demo/{kind}"
+    ex = LocalExecutor(tmp_path / "home")
+    tj = parse(data)
+    assert isinstance(tj, TrainJob)
+    ex.submit(tj, cwd=str(ROOT))
+    s = ex.wait("llm-lora", timeout=600)
+    lines = list(ex.logs("llm-lora"))
+    assert s.phase == "Complete", lines[-20:]
+    assert any(line.startswith("Epoch 3/3 step 8/8 loss ") for line in lines)
+    assert lines[-1].startswith("saved LoRA adapter (peft) to ")
+    out = ex.home / "jobs/default/llm-lora/volumes/initializer/output"
+    assert (out / "adapter_model.safetensors").is_file()
