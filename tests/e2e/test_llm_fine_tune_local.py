@@ -96,6 +96,9 @@ def test_a_builtin_lora_fine_tune_runs_here_from_s3_to_a_loadable_adapter(tmp_pa
         by_epoch.setdefault(int(epoch), []).append(float(loss))
     mean = {e: sum(v) / len(v) for e, v in by_epoch.items()}
     assert sorted(mean) == [1, 2, 3] and mean[3] < mean[1], logs[-2000:]
+    said = re.findall(r"^Epoch (\d)/3 done: mean loss ([0-9.]+) over \d+ steps", logs, re.M)
+    assert [int(e) for e, _ in said] == [1, 2, 3]
+    assert all(abs(float(v) - mean[int(e)]) < 1e-3 for e, v in said), said  # of unrounded losses
     init_logs = "\n".join(client.get_job_logs(name, step="model-initializer"))
     assert "s3://llm/model" in init_logs and SECRET not in init_logs + logs
 

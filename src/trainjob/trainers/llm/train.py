@@ -36,6 +36,12 @@ def format_step(epoch: int, epochs: int, step: int, steps: int, loss: float, lr:
     return f"Epoch {epoch}/{epochs} step {step}/{steps} loss {loss:.4f} lr {lr:g}"
 
 
+def format_epoch(epoch: int, epochs: int, losses: Sequence[float], seconds: float) -> str:
+    """``Epoch 1/2 done: mean loss 2.3456 over 10 steps in 3.2s``: the trend a step's noise hides."""
+    mean = sum(losses) / len(losses) if losses else float("nan")
+    return f"Epoch {epoch}/{epochs} done: mean loss {mean:.4f} over {len(losses)} steps in {seconds:.1f}s"
+
+
 def train(cfg: config_mod.TrainConfig) -> None:
     """Run the whole fine-tune described by ``cfg`` in this process (one rank of the job)."""
     import torch
@@ -141,6 +147,8 @@ def _train(
             sampler.set_epoch(epoch)
         step = 0
         running = 0.0
+        epoch_losses: list[float] = []
+        epoch_start = time.monotonic()
         for index, batch in enumerate(loader):
             last_micro = (index + 1) % accum == 0
             sync = contextlib.nullcontext() if last_micro or not distributed else wrapped.no_sync()
@@ -165,8 +173,10 @@ def _train(
                     "or use dtype=fp32"
                 )
             log(format_step(epoch + 1, cfg.epochs, step, steps, float(value), cfg.lr), rank)
+            epoch_losses.append(float(value))
             if step >= steps:
                 break
+        log(format_epoch(epoch + 1, cfg.epochs, epoch_losses, time.monotonic() - epoch_start), rank)
     if distributed:
         dist.barrier()
     if rank == 0:
