@@ -120,6 +120,20 @@ def _float(raw: str) -> Value:
     return float(value)
 
 
+def _positive_float(raw: str) -> Value:
+    value = _float(raw)
+    if not value > 0:
+        raise ValueError("must be a number > 0")
+    return value
+
+
+def _non_negative_float(raw: str) -> Value:
+    value = _float(raw)
+    if not value >= 0:
+        raise ValueError("must be a number >= 0")
+    return value
+
+
 def _bool(raw: str) -> Value:
     value = _literal(raw)
     if not isinstance(value, bool):
@@ -152,7 +166,17 @@ def _str_dict(raw: str) -> Value:
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
         raise ValueError("must be a dict of column names, e.g. {'input': 'question'}")
+    unknown = [k for k in value if k not in COLUMNS]
+    if unknown:
+        raise ValueError(
+            f"maps unknown column {unknown[0]!r}; the keys are the dataset's roles "
+            f"({', '.join(COLUMNS)}), the values your column names, e.g. {{'input': 'question'}}"
+        )
     return dict(value)
+
+
+COLUMNS = ("instruction", "input", "output")
+"""The instruct dataset's column roles, the keys of ``dataset.column_map``."""
 
 
 def _dtype(raw: str) -> Value:
@@ -210,8 +234,8 @@ KEYS: dict[str, tuple[str, Parser]] = {
     "batch_size": ("batch_size", _positive_int),
     "max_steps_per_epoch": ("max_steps_per_epoch", _optional_positive_int),
     "gradient_accumulation_steps": ("gradient_accumulation_steps", _positive_int),
-    "optimizer.lr": ("lr", _float),
-    "optimizer.weight_decay": ("weight_decay", _float),
+    "optimizer.lr": ("lr", _positive_float),
+    "optimizer.weight_decay": ("weight_decay", _non_negative_float),
     "dtype": ("dtype", _dtype),
     "seed": ("seed", _optional_int),
     "device": ("device", _device),

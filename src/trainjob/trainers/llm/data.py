@@ -103,15 +103,22 @@ def read_rows(files: Sequence[Path], source: str) -> list[Row]:
     rows: list[Row] = []
     for path in files:
         try:
-            rows.extend(_read(path, source))
-        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            read = _read(path, source)
+        except (ValueError, OSError, UnicodeDecodeError, TypeError) as exc:
             raise TrainerError(
                 f"dataset file {path} is not valid {source} ({exc}); fix it or set dataset.source"
             ) from None
+        for number, row in enumerate(read, 1):
+            if not isinstance(row, dict):
+                raise TrainerError(
+                    f"dataset file {path}: row {number} is {type(row).__name__} {str(row)[:40]!r}, "
+                    'not an object of columns; write each row as {"input": ..., "output": ...}'
+                )
+        rows.extend(read)
     return rows
 
 
-def _read(path: Path, source: str) -> list[Row]:
+def _read(path: Path, source: str) -> list[Any]:
     if source == "parquet":
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
@@ -122,7 +129,7 @@ def _read(path: Path, source: str) -> list[Row]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         data = json.loads(text)
-        return [dict(r) for r in data]
+        return list(data)
     if stripped.startswith("{") and source == "json" and path.suffix == ".json":
         try:
             data = json.loads(text)
@@ -132,7 +139,7 @@ def _read(path: Path, source: str) -> list[Row]:
             # {"data": [...]} or {"train": [...]}: a single list-valued field.
             lists = [v for v in data.values() if isinstance(v, list)]
             if len(lists) == 1:
-                return [dict(r) for r in lists[0]]
+                return list(lists[0])
             return [data]
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
@@ -181,7 +188,7 @@ def load_rows(ds: DatasetConfig) -> list[Row]:
 def _column(row: Row, ds: DatasetConfig, name: str, required: bool) -> str:
     column = ds.column_map.get(name, name)
     if column not in row:
-        if not required:
+        if not required and name not in ds.column_map:
             return ""
         raise TrainerError(
             f'dataset has no column "{column}" (columns: {", ".join(map(str, row))}); '

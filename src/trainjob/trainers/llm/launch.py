@@ -11,12 +11,13 @@ starts. Called by :mod:`.__main__`; the local backend maps the runtimes' ``tune`
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 
 from trainjob.trainers.llm import argv as argv_mod
+from trainjob.trainers.llm import checkpoint, data, model, train
 from trainjob.trainers.llm import config as config_mod
-from trainjob.trainers.llm import data, model, train
 from trainjob.trainers.llm.errors import TrainerError
 
 TRAIN_MODULE = "trainjob.trainers.llm.train"
@@ -24,11 +25,13 @@ RDZV_ENDPOINT = ("--rdzv_endpoint", "--rdzv-endpoint")
 
 
 def preflight(cfg: config_mod.TrainConfig, cuda: bool) -> None:
-    """The checks that need no process group: model dir, tokenizer, dtype, QLoRA, dataset columns."""
+    """The checks that need no process group: model dir, tokenizer, dtype, QLoRA, output dir,
+    dataset columns."""
     model.check_checkpoint_dir(cfg)
     model.tokenizer_dir(cfg)
     model.resolve_dtype(cfg, cuda)
     model.check_qlora(cfg.lora, cuda)
+    checkpoint.check_output_dir(cfg.output_dir)
     for row in data.load_rows(cfg.dataset):
         data.prompt_and_response(row, cfg.dataset, chat=False)
 
@@ -57,10 +60,20 @@ def torchrun_args(inv: argv_mod.Invocation, env: Mapping[str, str]) -> tuple[lis
 def run_torchrun(args: Sequence[str]) -> int:
     """Run torchrun in this process, as ``tune run`` does; 1 if a worker failed."""
     from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     try:
         torchrun.run(torchrun.get_args_parser().parse_args(list(args)))  # type: ignore[no-untyped-call]
+    except SignalException as exc:
+        # Ctrl-C or SIGTERM (a pod being deleted): torchrun has stopped the workers already.
+        name = signal.Signals(exc.sigval).name
+        print(
+            f"error: training stopped by {name}; nothing was saved to output_dir",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + int(exc.sigval)
     except ChildFailedError as exc:
         ranks = ", ".join(
             f"rank {rank} (exit code {failure.exitcode})" for rank, failure in exc.failures.items()
@@ -95,6 +108,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainerError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
+    except KeyboardInterrupt:
+        print(train.INTERRUPTED, file=sys.stderr, flush=True)
+        return train.INTERRUPTED_EXIT
     if note:
         print(note, flush=True)
-    return run_torchrun(torchrun)
+    try:
+        return run_torchrun(torchrun)
+    except KeyboardInterrupt:
+        print(train.INTERRUPTED, file=sys.stderr, flush=True)
+        return train.INTERRUPTED_EXIT

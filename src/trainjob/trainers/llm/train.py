@@ -24,6 +24,10 @@ from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.errors import TrainerError
 from trainjob.trainers.llm.recipes import Method
 
+INTERRUPTED = "error: training interrupted (Ctrl-C); nothing was saved to output_dir"
+INTERRUPTED_EXIT = 130
+"""Exit code after Ctrl-C, as a shell gives (128 + SIGINT)."""
+
 
 def log(line: str, rank: int = 0) -> None:
     """Print a line from rank 0 only."""
@@ -203,6 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainerError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
+    except KeyboardInterrupt:
+        # torchrun's launcher reports the interrupt once; the workers leave quietly.
+        return INTERRUPTED_EXIT
     return 0
 
 
