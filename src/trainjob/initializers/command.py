@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlparse
 
-from trainjob.initializers import config
+from trainjob.initializers import config, transfer
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,26 @@ def fetch(cfg: config.Config) -> None:
         )
 
 
+def explain_os_error(exc: OSError, cfg: config.Config | None) -> str:
+    """A local I/O error as one line naming ``OUTPUT_PATH`` (writing) or ``STORAGE_URI`` (reading)."""
+    reason = exc.strerror or str(exc)
+    name = str(exc.filename) if exc.filename else ""
+    if cfg is None or not name:
+        return f"{reason}: {name}" if name else reason
+    name = name.removesuffix(transfer.PART_SUFFIX)
+    out = os.path.abspath(cfg.output_path)
+    target = os.path.abspath(name)
+    if target == out or target.startswith(out.rstrip(os.sep) + os.sep) or out.startswith(target):
+        return (
+            f"{config.OUTPUT_PATH_ENV}: cannot write {name}: {reason}: "
+            f"set {config.OUTPUT_PATH_ENV} to a writable directory"
+        )
+    return (
+        f"{config.STORAGE_URI_ENV}: cannot read {name}: {reason}: "
+        "make it readable by the initializer, or leave it out with IGNORE_PATTERNS"
+    )
+
+
 def mask(text: str, env: Mapping[str, str]) -> str:
     """``text`` with the value of every secret env var replaced by ``***``."""
     for name in config.SECRET_FIELDS:
@@ -71,6 +91,7 @@ def run(
     logging.getLogger("trainjob").setLevel(logging.INFO)
     for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "huggingface_hub", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    cfg: config.Config | None = None
     try:
         cfg = config.from_env(kind, env)
         Path(cfg.output_path).mkdir(parents=True, exist_ok=True)
@@ -79,8 +100,7 @@ def run(
         print(f"error: {mask(str(exc), env)}", file=stderr)
         return 1
     except OSError as exc:
-        where = f": {exc.filename}" if exc.filename else ""
-        print(f"error: {mask(exc.strerror or str(exc), env)}{where}", file=stderr)
+        print(f"error: {mask(explain_os_error(exc, cfg), env)}", file=stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted; run again to resume", file=stderr)

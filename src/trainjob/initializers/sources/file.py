@@ -38,9 +38,23 @@ def list_items(src: Path, patterns: tuple[str, ...], skip: Path) -> list[transfe
     ``skip`` (the output directory, when it lies inside ``src``) is not descended into.
     """
     items: list[transfer.Item] = []
-    for root, dirs, files in os.walk(src):
+
+    def unreadable(exc: OSError) -> None:
+        # os.walk skips a directory it cannot list unless told otherwise: a silent partial copy.
+        raise config.InitializerError(
+            f"{config.STORAGE_URI_ENV}: cannot list {exc.filename}: {exc.strerror or exc}: "
+            "make it readable by the initializer, or leave it out with IGNORE_PATTERNS"
+        )
+
+    for root, dirs, files in os.walk(src, onerror=unreadable):
         here = Path(root)
-        dirs[:] = sorted(d for d in dirs if (here / d).resolve() != skip)
+        # Ignored folders are not even listed, so an unreadable one can be left out.
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if (here / d).resolve() != skip
+            and not transfer.is_ignored((here / d).relative_to(src).as_posix() + "/", patterns)
+        )
         for name in sorted(files):
             path = here / name
             relpath = path.relative_to(src).as_posix()

@@ -57,6 +57,11 @@ def parse_uri(uri: str) -> tuple[str, str]:
         raise _Error(
             f"{config.STORAGE_URI_ENV}: {uri!r} names no repo: use hf://org/repo or hf://org/repo/path"
         )
+    if any(part in (".", "..") for part in parts):
+        raise _Error(
+            f"{config.STORAGE_URI_ENV}: {uri!r} has a '.' or '..' path segment: "
+            "name the file or folder inside the repo, e.g. hf://org/repo/data"
+        )
     return f"{parsed.netloc}/{parts[0]}", "/".join(parts[1:])
 
 
