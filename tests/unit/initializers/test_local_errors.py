@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,36 @@ def test_dot_segments_in_an_hf_path_are_refused(uri: str) -> None:
         f"STORAGE_URI: {uri!r} has a '.' or '..' path segment: "
         "name the file or folder inside the repo, e.g. hf://org/repo/data"
     )
+
+
+def test_a_long_hub_download_logs_progress_while_it_runs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """huggingface_hub's bars are off, so a watcher logs the bytes so far (the Hub is a double
+    here: a download function that writes a finished file and a partial one, then waits)."""
+    cfg = config.from_env(
+        config.Kind.MODEL, {"STORAGE_URI": "hf://org/model", "OUTPUT_PATH": str(tmp_path)}
+    )
+    seen = threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "so far" in record.getMessage():
+                seen.set()
+
+    def download(req: hf.Request) -> None:
+        (tmp_path / "config.json").write_bytes(b"x" * 2**20)
+        cache = tmp_path / ".cache" / "huggingface" / "download"
+        cache.mkdir(parents=True)
+        (cache / "model.safetensors.incomplete").write_bytes(b"y" * 2**20)
+        seen.wait(60)
+
+    handler = Seen()
+    logging.getLogger(hf.__name__).addHandler(handler)
+    try:
+        with caplog.at_level(logging.INFO, logger=hf.__name__):
+            hf.fetch(cfg, download=download, interval=0.01)
+    finally:
+        logging.getLogger(hf.__name__).removeHandler(handler)
+    assert seen.is_set()
+    assert "1 files, 2.0 MiB so far" in caplog.messages

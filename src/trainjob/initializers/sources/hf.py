@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,21 +143,52 @@ def explain(exc: Exception, req: Request, uri: str) -> _Error | None:
     return None
 
 
-def count_files(root: Path) -> tuple[int, int]:
-    """(files, bytes) under ``root``, leaving out huggingface_hub's ``.cache`` folder."""
+def count_files(root: Path, partial: bool = False) -> tuple[int, int]:
+    """(files, bytes) under ``root``, leaving out huggingface_hub's ``.cache`` folder.
+
+    With ``partial``, bytes of the ``.incomplete`` files huggingface_hub is writing there count too
+    (not as files): the progress of a download still running.
+    """
     files = size = 0
     for path in root.rglob("*"):
-        if path.is_file() and ".cache" not in path.relative_to(root).parts:
-            files += 1
-            size += path.stat().st_size
+        try:
+            if not path.is_file():
+                continue
+            in_cache = ".cache" in path.relative_to(root).parts
+            if not in_cache:
+                files += 1
+            if not in_cache or (partial and path.name.endswith(".incomplete")):
+                size += path.stat().st_size
+        except OSError:  # renamed or removed by the download meanwhile
+            continue
     return files, size
 
 
-def fetch(cfg: config.Config, download: Callable[[Request], None] = snapshot_download) -> None:
+PROGRESS_INTERVAL = 10.0
+"""Seconds between two progress lines while huggingface_hub downloads (its bars are off)."""
+
+
+def watch(root: Path, interval: float, done: threading.Event) -> None:
+    """Log ``N files, X MiB so far`` every ``interval`` seconds until ``done`` is set."""
+    while not done.wait(interval):
+        files, size = count_files(root, partial=True)
+        log.info("%d files, %s so far", files, transfer.mib(size))
+
+
+def fetch(
+    cfg: config.Config,
+    download: Callable[[Request], None] = snapshot_download,
+    interval: float = PROGRESS_INTERVAL,
+) -> None:
     """Download ``cfg.storage_uri`` into ``cfg.output_path`` with ``download`` (the Hub's)."""
     req = request(cfg)
     log.info("Downloading %s to %s", cfg.storage_uri, cfg.output_path)
     start = time.monotonic()
+    done = threading.Event()
+    watcher = threading.Thread(
+        target=watch, args=(Path(cfg.output_path), interval, done), name="hf-progress", daemon=True
+    )
+    watcher.start()
     try:
         download(req)
     except Exception as exc:
@@ -164,6 +196,9 @@ def fetch(cfg: config.Config, download: Callable[[Request], None] = snapshot_dow
         if error is None:
             raise
         raise error from None
+    finally:
+        done.set()
+        watcher.join()
     files, size = count_files(Path(cfg.output_path))
     log.info(
         "Downloaded %d files (%s) in %.1f s", files, transfer.mib(size), time.monotonic() - start
