@@ -116,23 +116,41 @@ class Progress:
             line += f", {len(present)} already present"
         log.info(line)
 
-    def file_done(self, size: int) -> None:
-        """Record one finished file of ``size`` bytes; log a line if it is time to."""
+    def add_bytes(self, size: int) -> None:
+        """Record ``size`` bytes of a file still being written; log a line if it is time to.
+
+        A source that streams calls this per chunk, then ``file_done(size, counted=True)``, so
+        one large file shows progress too."""
+        with self._lock:
+            self.done_bytes += size
+            now = self._clock()
+            if now - self._last < self._interval:
+                return
+            self._last = now
+            self._log()
+
+    def file_done(self, size: int, counted: bool = False) -> None:
+        """Record one finished file of ``size`` bytes (already in ``add_bytes`` when ``counted``);
+        log a line if it is time to."""
         with self._lock:
             self.done_files += 1
-            self.done_bytes += size
+            if not counted:
+                self.done_bytes += size
             now = self._clock()
             last = self.done_files == self.total_files
             if not last and now - self._last < self._interval:
                 return
             self._last = now
-            log.info(
-                "%d/%d files, %s/%s",
-                self.done_files,
-                self.total_files,
-                mib(self.done_bytes)[: -len(" MiB")],
-                mib(self.total_bytes),
-            )
+            self._log()
+
+    def _log(self) -> None:
+        log.info(
+            "%d/%d files, %s/%s",
+            self.done_files,
+            self.total_files,
+            mib(self.done_bytes)[: -len(" MiB")],
+            mib(self.total_bytes),
+        )
 
     def finish(self) -> None:
         """Log the closing ``Downloaded N files (X MiB) in S s`` line."""

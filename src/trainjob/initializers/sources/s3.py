@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -187,14 +188,33 @@ def list_items(
     return folder, [transfer.Item(name, int(head["ContentLength"]))]
 
 
-def download(client: Any, bucket: str, key: str, target: Path, size: int) -> None:
-    """Stream one object into ``target`` (atomically); fail if its size is not ``size``."""
+class Stopped(Exception):
+    """A download abandoned because the run is stopping (Ctrl-C, another file's error)."""
+
+
+def download(
+    client: Any,
+    bucket: str,
+    key: str,
+    target: Path,
+    size: int,
+    progress: transfer.Progress | None = None,
+    stop: threading.Event | None = None,
+) -> None:
+    """Stream one object into ``target`` (atomically); fail if its size is not ``size``.
+
+    Each chunk counts toward ``progress``; a set ``stop`` abandons the file at the next chunk, so
+    Ctrl-C does not wait for every large object in flight to finish."""
 
     def write(tmp: Path) -> None:
         body = client.get_object(Bucket=bucket, Key=key)["Body"]
         with open(tmp, "wb") as out:
             for chunk in body.iter_chunks(CHUNK):
+                if stop is not None and stop.is_set():
+                    raise Stopped(key)
                 out.write(chunk)
+                if progress is not None:
+                    progress.add_bytes(len(chunk))
         if tmp.stat().st_size != size:
             raise _Error(
                 f"s3://{bucket}/{key}: got {tmp.stat().st_size} bytes of {size}: run again"
@@ -217,10 +237,18 @@ def fetch(cfg: config.Config) -> None:
         raise explain(exc, cfg, bucket, cfg.storage_uri) from None
     todo, present = transfer.split_present(items, dest)
     progress = transfer.Progress(todo, present)
+    stop = threading.Event()
     with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="s3") as pool:
         futures = {
             pool.submit(
-                download, client, bucket, folder + item.relpath, dest / item.relpath, item.size
+                download,
+                client,
+                bucket,
+                folder + item.relpath,
+                dest / item.relpath,
+                item.size,
+                progress,
+                stop,
             ): item
             for item in todo
         }
@@ -232,8 +260,9 @@ def fetch(cfg: config.Config) -> None:
                 except boto_errors as exc:
                     what = f"s3://{bucket}/{folder}{item.relpath}"
                     raise explain(exc, cfg, bucket, what) from None
-                progress.file_done(item.size)
+                progress.file_done(item.size, counted=True)
         except BaseException:
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     progress.finish()
