@@ -53,6 +53,17 @@ def test_data_dir_prefers_files_named_for_the_split_and_infers_the_format(tmp_pa
     assert data.load_rows(DatasetConfig(data_dir=str(tmp_path / "d"), split="test")) == ROWS[:1]
 
 
+def test_files_named_for_no_split_are_the_train_split_and_other_splits_are_errors(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "d" / "part-0.jsonl", "jsonl", ROWS)
+    assert (
+        data.load_rows(DatasetConfig(data_dir=str(tmp_path / "d"), split="train[:1]")) == (ROWS[:1])
+    )
+    with pytest.raises(TrainerError, match=r'^dataset.split=validation: no file under .* has "va'):
+        data.load_rows(DatasetConfig(data_dir=str(tmp_path / "d"), split="validation"))
+
+
 def test_data_files_and_split_slices(tmp_path: Path) -> None:
     rows = [{"input": str(i), "output": str(i)} for i in range(10)]
     f = write(tmp_path / "all.json", "json", rows)

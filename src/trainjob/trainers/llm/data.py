@@ -76,6 +76,13 @@ def resolve_files(ds: DatasetConfig) -> tuple[list[Path], str]:
         files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in wanted)
         split_name = _split_base(ds.split)
         named = [p for p in files if split_name in p.name]
+        if files and not named and split_name != "train":
+            # As Hugging Face datasets does: files named for no split are the train split.
+            raise TrainerError(
+                f'dataset.split={ds.split}: no file under dataset.data_dir={root} has "{split_name}" '
+                "in its name (the files there form the train split); use dataset.split=train or "
+                "name the files for the split"
+            )
         files = named or files
         if not files:
             raise TrainerError(
