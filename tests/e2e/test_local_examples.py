@@ -39,8 +39,17 @@ def _example(name: str) -> TrainJob:
 )
 def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path):
     ex = LocalExecutor(tmp_path / "home")
-    ex.submit(_example("torch-ddp.yaml"), cwd=str(ROOT))
-    s = ex.wait("torch-ddp", timeout=600)
+    for _attempt in range(3):
+        if _attempt:
+            ex.delete("torch-ddp")
+        ex.submit(_example("torch-ddp.yaml"), cwd=str(ROOT))
+        s = ex.wait("torch-ddp", timeout=600)
+        if s.phase == "Complete":
+            break
+        # torch 2.15's gloo workers sometimes abort in C++ teardown after the script has ended
+        # (see tests/e2e/test_porting.py): only that failure is run again.
+        said = "\n".join(line for i in (0, 1) for line in ex.logs("torch-ddp", index=i))
+        assert "terminate called without an active exception" in said, said
     assert s.phase == "Complete"
     logs = {i: list(ex.logs("torch-ddp", index=i)) for i in (0, 1)}
     # torchrun gives node 0 global ranks 0-1 and node 1 ranks 2-3.
