@@ -289,11 +289,11 @@ class Supervisor:
         """Run due probes of running pods; record readiness changes and probe events."""
         for key, run in self.runs.items():
             out = run.tick_probes()
-            t = next(t for t in self.templates if (t.job, t.job_index, t.index) == key)
             for type_, reason, message in out.events if out else ():
-                self.event(type_, reason, message, "Pod", t.name)
-            if self.rows[key].ready != run.ready:
-                self.set_pod(key, ready=run.ready)
+                self.event(type_, reason, message, "Pod", self.rows[key].pod_name)
+            ready = run.ready
+            if self.rows[key].ready != ready:
+                self.set_pod(key, ready=ready)
 
     def reap(self) -> None:
         for key, run in list(self.runs.items()):
