@@ -60,4 +60,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    try:  # torch 2.15 can abort a finished DDP run at exit: see src/trainjob/trainers/gloo_exit.py
+        from trainjob.trainers.gloo_exit import register
+    except ImportError:  # an image without trainjob
+        pass
+    else:
+        register()
     main()

@@ -2,7 +2,9 @@
 
 The function travels as source code (``inspect.getsource`` + ``textwrap.dedent``) followed by one
 call line, as upstream's SDK does; it runs in another process, on another machine, with none of
-the caller's variables. Everything that would fail there is refused here, before submission, with
+the caller's variables. Between the two, trainjob adds an exit hook that lets torch's gloo threads
+go idle before the interpreter finalizes (:mod:`trainjob.trainers.gloo_exit`: torch 2.15 otherwise
+aborts some successful DDP runs at exit). Everything that would fail there is refused here, before submission, with
 a ``ValueError`` that names the problem and the fix:
 
 - not a plain ``def`` (a lambda, a method, a builtin, a ``functools.partial``, a coroutine);
@@ -28,6 +30,8 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from trainjob.trainers import gloo_exit
 
 _FIX_DEFINE = "define it with `def` at the top level of a .py file or a notebook cell"
 _FIX_IMPORTS = "import modules and define helpers inside the function body"
@@ -100,9 +104,27 @@ def ship(func: Any, func_args: dict[str, Any] | None) -> ShippedFunction:
     call = f"{func.__name__}()" if func_args is None else _call_line(func, what, func_args)
     return ShippedFunction(
         name=func.__name__,
-        script=f"{source}\n{call}\n",
+        script=f"{source}\n{_AT_EXIT}\n{call}\n",
         file_name=_file_name(func),
     )
+
+
+def _at_exit_block() -> str:
+    """Source that, at exit, lets torch's gloo threads go idle (trainjob.trainers.gloo_exit).
+
+    Runs ahead of the call, under a name no user function takes, so a successful DDP run does not
+    end in torch 2.15's abort at interpreter exit; a no-op without torch.distributed's gloo.
+    """
+    source = textwrap.dedent(inspect.getsource(gloo_exit.settle_gloo_workers))
+    source = source.replace("def settle_gloo_workers(", f"def {_SETTLE}(", 1)
+    return (
+        "# trainjob: at exit, wait for torch's gloo threads to go idle (torch 2.15 abort at exit)\n"
+        f"{source}\n__import__('atexit').register({_SETTLE})\n"
+    )
+
+
+_SETTLE = "_trainjob_settle_gloo_workers"
+_AT_EXIT = _at_exit_block()
 
 
 def _describe(func: Any) -> str:

@@ -150,3 +150,21 @@ def test_shipped_script_runs_with_hostile_string_arguments_unchanged(capsys):
     shipped = function.ship(s.train_plain, {"lr": hostile})
     exec(compile(shipped.script, "shipped", "exec"), {})
     assert f"lr {hostile} epochs 1" in capsys.readouterr().out
+
+
+def test_shipped_script_settles_gloo_threads_at_exit_under_a_private_name(monkeypatch):
+    import atexit
+
+    registered: list[object] = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    shipped = function.ship(s.train_plain, {"lr": 0.1})
+    body = ast.parse(shipped.script).body
+    # the user's def first, then trainjob's exit hook, then the call: the pod's command reads so
+    assert [type(n).__name__ for n in body] == ["FunctionDef", "FunctionDef", "Expr", "Expr"]
+    assert body[1].name == "_trainjob_settle_gloo_workers"  # type: ignore[attr-defined]
+    namespace: dict[str, object] = {}
+    exec(compile(shipped.script, "shipped", "exec"), namespace)
+    assert registered == [namespace["_trainjob_settle_gloo_workers"]]
+    # it is trainjob.trainers.gloo_exit's function, and it runs on its own (no gloo here: returns)
+    assert "pt_gloo_runloop" in shipped.script
+    registered[0]()  # type: ignore[operator]

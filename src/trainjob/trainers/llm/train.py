@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from trainjob.trainers import gloo_exit
 from trainjob.trainers.llm import argv as argv_mod
 from trainjob.trainers.llm import checkpoint, data, model
 from trainjob.trainers.llm import config as config_mod
@@ -203,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "usage: python -m trainjob.trainers.llm.train RECIPE --config CONFIG [key=value ...]"
             )
         config_name, overrides = argv_mod.parse_training(args[1:], args[0])
+        gloo_exit.register()  # a finished DDP run exits 0, not torch 2.15's abort at exit
         train(config_mod.build(args[0], config_name, overrides))
     except TrainerError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)

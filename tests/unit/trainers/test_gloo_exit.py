@@ -1,0 +1,137 @@
+"""trainers/gloo_exit: wait at exit until torch's gloo worker threads are idle, and no longer.
+
+The race it closes (torch 2.15 aborting a finished DDP run at interpreter exit) cannot be made to
+happen on demand, so these tests pin the waiting rule itself: against a scripted ``/proc/self/task``
+whose thread states change as the function sleeps, and against a real thread of this process
+named as torch names its gloo workers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from trainjob.trainers import gloo_exit
+
+
+def _task(root: Path, tid: int, name: str, state: str) -> None:
+    d = root / str(tid)
+    d.mkdir(exist_ok=True)
+    # a comm with spaces and parentheses, as the kernel allows: the state follows the last ')'
+    (d / "stat").write_text(f"{tid} ({name}) {state} 1 2 3 0 -1\n")
+
+
+class ScriptedProc:
+    """A fake task folder whose gloo threads take the next scripted states at each sleep."""
+
+    def __init__(self, root: Path, script: list[tuple[str, ...]]):
+        self.root, self.script, self.sleeps = root, script, 0
+        _task(root, 1, "python", "R")
+        _task(root, 7, "weird ) name (", "R")
+        self._apply()
+
+    def _apply(self) -> None:
+        states = self.script[min(self.sleeps, len(self.script) - 1)]
+        for i, state in enumerate(states):
+            _task(self.root, 100 + i, "pt_gloo_runloop", state)
+
+    def sleep(self, _seconds: float) -> None:
+        self.sleeps += 1
+        self._apply()
+
+
+@pytest.fixture
+def scripted(tmp_path, monkeypatch):
+    def make(script: list[tuple[str, ...]]) -> ScriptedProc:
+        proc = ScriptedProc(tmp_path, script)
+        monkeypatch.setattr(time, "sleep", proc.sleep)
+        return proc
+
+    return make
+
+
+def test_no_gloo_threads_returns_without_waiting(tmp_path, monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    _task(tmp_path, 1, "python", "R")
+    _task(tmp_path, 2, "gloo_tcp_loop", "R")  # the transport loop is not a worker
+    gloo_exit.settle_gloo_workers(tasks=str(tmp_path))
+    assert slept == []
+
+
+def test_idle_workers_need_three_quiet_checks_in_a_row(scripted):
+    proc = scripted([("S", "S")])
+    gloo_exit.settle_gloo_workers(tasks=str(proc.root))
+    assert proc.sleeps == 3
+
+
+def test_a_runnable_worker_restarts_the_count_until_it_sleeps(scripted):
+    # one worker still holds a finished collective (runnable), then goes back to waiting
+    proc = scripted([("S", "S"), ("S", "R"), ("S", "S"), ("R", "S"), ("S", "S")])
+    gloo_exit.settle_gloo_workers(tasks=str(proc.root))
+    # quiet at 0, busy at 1 and 3, quiet from 4: returns after the checks at 4, 5 and 6
+    assert proc.sleeps == 7
+
+
+def test_a_worker_that_never_goes_idle_is_given_up_on_after_the_timeout(tmp_path, monkeypatch):
+    _task(tmp_path, 100, "pt_gloo_runloop", "R")
+    checks = 0
+    real_sleep = time.sleep
+
+    def count(seconds: float) -> None:
+        nonlocal checks
+        checks += 1
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", count)
+    start = time.monotonic()
+    gloo_exit.settle_gloo_workers(timeout=0.1, tasks=str(tmp_path))
+    assert time.monotonic() - start >= 0.1
+    assert checks >= 2
+
+
+def test_a_thread_that_ends_while_read_is_skipped(tmp_path, monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    (tmp_path / "55").mkdir()  # listed, but its stat is gone: the thread ended
+    gloo_exit.settle_gloo_workers(tasks=str(tmp_path))
+    assert slept == []
+
+
+def test_no_proc_returns_at_once(tmp_path):
+    gloo_exit.settle_gloo_workers(tasks=str(tmp_path / "absent"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_a_real_named_worker_blocked_on_a_condition_counts_as_idle(monkeypatch):
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    named, release = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        assert libc.prctl(15, b"pt_gloo_runloop", 0, 0, 0) == 0  # PR_SET_NAME
+        named.set()
+        release.wait()  # blocked in the kernel, like a gloo worker waiting for work
+
+    t = threading.Thread(target=worker, daemon=True)
+    t.start()
+    named.wait()
+    names = [
+        (p / "comm").read_text().strip()
+        for p in Path("/proc/self/task").iterdir()
+        if (p / "comm").exists()
+    ]
+    assert "pt_gloo_runloop" in names
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
+    try:
+        gloo_exit.settle_gloo_workers(timeout=5.0)
+    finally:
+        release.set()
+        t.join()
+    assert 3 <= len(slept) < 100  # found it, saw it idle three times, did not wait out the timeout
