@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from tests.unit.trainers import tiny
 
+from trainjob.trainers.llm import schedule
+
 pytestmark = pytest.mark.e2e
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
@@ -160,10 +162,18 @@ def test_full_fine_tune_on_one_device_saves_a_model_transformers_loads(
             "epochs=3",
             "optimizer.lr=1e-2",
             "dtype=fp32",
+            "lr_scheduler._component_=torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
+            "lr_scheduler.num_warmup_steps=2",
         ]
     )
     by_epoch = losses(proc.stdout)
     assert [len(v) for v in by_epoch.values()] == [4] * 3, proc.stdout
+    # each step's logged rate is the one its optimizer step used: torchtune's cosine with warmup
+    assert "lr schedule: cosine, 2 warmup step(s) of 12, peak 0.01" in proc.stdout
+    rates = [float(m.group(6)) for m in STEP.finditer(proc.stdout)]
+    expected = [1e-2 * schedule.factor(i, 2, 12, 0.5) for i in range(12)]
+    assert rates == pytest.approx(expected, rel=1e-5)  # logged with 6 significant digits
+    assert rates[0] == 0 and rates[2] == pytest.approx(1e-2) and rates[11] < 1e-3
     first, last = sum(by_epoch[1]) / 4, sum(by_epoch[3]) / 4
     print(f"full loss: epoch 1 mean {first:.4f} -> epoch 3 mean {last:.4f}")
     assert last < first

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainjob.trainers.llm import recipes
+from trainjob.trainers.llm import recipes, schedule
 from trainjob.trainers.llm.errors import TrainerError
 
 Value = Any
@@ -63,6 +63,10 @@ class TrainConfig:
     gradient_accumulation_steps: int = 1
     lr: float = 2e-5
     weight_decay: float = 0.01
+    lr_scheduler: str | None = None
+    """None: constant ``lr``; :data:`.schedule.COSINE`: torchtune's cosine with warmup."""
+    warmup_steps: int = 0
+    num_cycles: float = 0.5
     dtype: str | None = None
     seed: int | None = None
     device: str | None = None
@@ -95,6 +99,13 @@ def _int(raw: str) -> Value:
     value = _literal(raw)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be an integer")
+    return value
+
+
+def _non_negative_int(raw: str) -> Value:
+    value = _int(raw)
+    if value < 0:
+        raise ValueError("must be an integer >= 0")
     return value
 
 
@@ -202,6 +213,17 @@ def _component(raw: str) -> Value:
     return text
 
 
+def _scheduler(raw: str) -> Value:
+    text = raw.strip()
+    if text.lower() in ("", "null", "none"):
+        return None
+    if text not in schedule.ALIASES:
+        raise ValueError(
+            f"must be {schedule.COSINE} (cosine with warmup, the one scheduler supported) or null"
+        )
+    return schedule.COSINE
+
+
 LOSSES = ("torchtune.modules.loss.CEWithChunkedOutputLoss", "torch.nn.CrossEntropyLoss")
 """``loss=`` values accepted: both are token-level cross-entropy over the unmasked labels."""
 
@@ -236,6 +258,10 @@ KEYS: dict[str, tuple[str, Parser]] = {
     "gradient_accumulation_steps": ("gradient_accumulation_steps", _positive_int),
     "optimizer.lr": ("lr", _positive_float),
     "optimizer.weight_decay": ("weight_decay", _non_negative_float),
+    "lr_scheduler": ("lr_scheduler", _scheduler),
+    "lr_scheduler._component_": ("lr_scheduler", _scheduler),
+    "lr_scheduler.num_warmup_steps": ("warmup_steps", _non_negative_int),
+    "lr_scheduler.num_cycles": ("num_cycles", _positive_float),
     "dtype": ("dtype", _dtype),
     "seed": ("seed", _optional_int),
     "device": ("device", _device),
@@ -314,6 +340,7 @@ def build(recipe: str, config: str, overrides: Sequence[str]) -> TrainConfig:
                 f"{key} is not set; add {key}=<dir> "
                 f"(the runtimes use {key}=/workspace/{'model' if name == 'checkpoint_dir' else 'output'})"
             )
+    _check_scheduler(parsed, top)
     _check_lora(lora)
     if not dataset.get("data_dir") and not dataset.get("data_files"):
         found = initializer_dataset_dir(str(top["checkpoint_dir"]))
@@ -330,6 +357,22 @@ def initializer_dataset_dir(checkpoint_dir: str) -> str | None:
     initializer fetched is what the user asked for."""
     beside = Path(checkpoint_dir).parent / "dataset"
     return str(beside) if beside.is_dir() and any(beside.iterdir()) else None
+
+
+def _check_scheduler(parsed: dict[str, tuple[str, Value]], top: dict[str, Value]) -> None:
+    """``lr_scheduler.num_warmup_steps``/``num_cycles`` alone select the cosine schedule, as
+    they would extend a torchtune config's; with ``lr_scheduler=null`` they contradict it."""
+    tuning = [
+        k for k in ("lr_scheduler.num_warmup_steps", "lr_scheduler.num_cycles") if k in parsed
+    ]
+    if not tuning:
+        return
+    named = [k for k in ("lr_scheduler", "lr_scheduler._component_") if k in parsed]
+    if named and top.get("lr_scheduler") is None:
+        raise TrainerError(
+            f"{named[-1]}=null turns the scheduler off, but {tuning[0]} is set; drop one of them"
+        )
+    top["lr_scheduler"] = schedule.COSINE
 
 
 def _check_lora(lora: dict[str, Value]) -> None:

@@ -3,7 +3,7 @@
 Started by torchrun for the distributed recipes (one process per device, RANK/WORLD_SIZE/
 LOCAL_RANK in the env) or called in-process by :mod:`.launch` for single-device ones. It joins the
 process group (nccl on GPUs, gloo on CPUs), loads the model and data, wraps the model in DDP with a
-DistributedSampler, trains with AdamW, logs a line per optimizer step from rank 0 and saves from
+DistributedSampler, trains with AdamW (constant rate, or :mod:`.schedule`'s cosine), logs a line per optimizer step from rank 0 and saves from
 rank 0 (:mod:`.checkpoint`).
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from trainjob.trainers import gloo_exit
 from trainjob.trainers.llm import argv as argv_mod
-from trainjob.trainers.llm import checkpoint, data, model
+from trainjob.trainers.llm import checkpoint, data, model, schedule
 from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.errors import TrainerError
 from trainjob.trainers.llm.recipes import Method
@@ -147,6 +147,23 @@ def _train(
     if cfg.max_steps_per_epoch is not None:
         steps = min(steps, cfg.max_steps_per_epoch)
     optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler: Any = None
+    if cfg.lr_scheduler is not None:
+        total_steps = cfg.epochs * steps
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer,
+            functools.partial(
+                schedule.factor,
+                warmup_steps=cfg.warmup_steps,
+                total_steps=total_steps,
+                num_cycles=cfg.num_cycles,
+            ),
+        )
+        log(
+            f"lr schedule: cosine, {cfg.warmup_steps} warmup step(s) of {total_steps}, "
+            f"peak {cfg.lr:g}",
+            rank,
+        )
     for epoch in range(cfg.epochs):
         if isinstance(sampler, DistributedSampler):
             sampler.set_epoch(epoch)
@@ -164,8 +181,11 @@ def _train(
             running += float(loss.detach())
             if not last_micro:
                 continue
+            step_lr = float(optimizer.param_groups[0]["lr"])
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+            if scheduler is not None:
+                scheduler.step()
             step += 1
             value = torch.tensor([running], device=device)
             if distributed:
@@ -177,7 +197,7 @@ def _train(
                     f"loss is {float(value)} at epoch {epoch + 1} step {step}; lower optimizer.lr "
                     "or use dtype=fp32"
                 )
-            log(format_step(epoch + 1, cfg.epochs, step, steps, float(value), cfg.lr), rank)
+            log(format_step(epoch + 1, cfg.epochs, step, steps, float(value), step_lr), rank)
             epoch_losses.append(float(value))
             if step >= steps:
                 break
