@@ -55,6 +55,18 @@ def is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+def all_ignored(uri: str, listed: int, patterns: Iterable[str]) -> str:
+    """The error for a source whose every file the ignore patterns leave out.
+
+    Upstream's initializers then succeed with an empty folder, and training fails later on a
+    model without weights or a dataset without rows; saying so here names the setting to change.
+    """
+    return (
+        f"IGNORE_PATTERNS={','.join(patterns)!r} leaves out all {listed} file(s) under {uri}: "
+        "nothing to download; narrow IGNORE_PATTERNS (set it to an empty value to keep everything)"
+    )
+
+
 def is_safe(relpath: str) -> bool:
     """Whether ``relpath`` stays inside the output dir (no ``..``, not absolute, not empty)."""
     parts = relpath.split("/")

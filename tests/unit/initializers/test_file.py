@@ -116,3 +116,51 @@ def test_errors(run: Run, tmp_path: Path, uri: str, want: str) -> None:
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [want]
     assert "Traceback" not in proc.stderr
+
+
+def test_patterns_that_leave_out_every_file_are_an_error_not_an_empty_download(
+    run: Run, tmp_path: Path
+) -> None:
+    src = tmp_path / "src"
+    files = make_tree(src)
+    out = tmp_path / "out"
+    proc = run(
+        "dataset", {"STORAGE_URI": str(src), "OUTPUT_PATH": str(out), "IGNORE_PATTERNS": "*"}
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"error: IGNORE_PATTERNS='*' leaves out all {len(files)} file(s) "
+        f"under {src}: nothing to download; narrow IGNORE_PATTERNS (set it to an empty value to "
+        "keep everything)"
+    ]
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_model_folder_of_only_bin_weights_names_the_default_patterns(
+    run: Run, tmp_path: Path
+) -> None:
+    src = tmp_path / "old-model"
+    src.mkdir()
+    (src / "pytorch_model.bin").write_bytes(b"w")
+    proc = run("model", {"STORAGE_URI": f"file://{src}", "OUTPUT_PATH": str(tmp_path / "out")})
+    assert proc.returncode == 1
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: IGNORE_PATTERNS='*.msgpack,*.h5,*.bin,*.pt,*.pth' leaves out")
+    # and the fix it names works: an empty IGNORE_PATTERNS keeps the weights
+    env = {
+        "STORAGE_URI": f"file://{src}",
+        "OUTPUT_PATH": str(tmp_path / "out"),
+        "IGNORE_PATTERNS": "",
+    }
+    assert run("model", env).returncode == 0
+    assert (tmp_path / "out" / "pytorch_model.bin").read_bytes() == b"w"
+
+
+def test_an_empty_source_folder_is_an_error(run: Run, tmp_path: Path) -> None:
+    src = tmp_path / "empty"
+    (src / "sub").mkdir(parents=True)
+    proc = run("dataset", {"STORAGE_URI": str(src), "OUTPUT_PATH": str(tmp_path / "out")})
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"error: STORAGE_URI: {src} has no files: nothing to download; check the path"
+    ]

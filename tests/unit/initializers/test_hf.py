@@ -259,3 +259,16 @@ def test_fetch_hands_the_request_to_the_download_function(tmp_path: Path) -> Non
 
     hf.fetch(cfg, download=download)
     assert seen == [hf.Request("org/ds", "dataset", str(tmp_path), ("data", "data/*"), None, TOKEN)]
+
+
+def test_patterns_that_leave_out_every_file_are_an_error(
+    hub: FakeHub, run: Run, tmp_path: Path
+) -> None:
+    pytest.importorskip("huggingface_hub")
+    out = tmp_path / "out"
+    proc = run("model", hf_env(hub, "hf://org/llm", out, IGNORE_PATTERNS="*"))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "error: nothing downloaded from hf://org/llm: only *.json, *.safetensors, *.model, *.txt "
+        "are fetched and IGNORE_PATTERNS='*'; narrow IGNORE_PATTERNS"
+    ]

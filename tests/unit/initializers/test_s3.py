@@ -222,3 +222,23 @@ def test_a_key_leading_outside_the_output_dir_is_skipped(s3: S3, run: Run, tmp_p
     assert tree(out) == {"ok.txt": b"ok"}
     assert not list(tmp_path.rglob("escape.txt"))
     assert "its key leads outside the output dir" in proc.stdout
+
+
+def test_patterns_that_leave_out_every_object_are_an_error(
+    s3: S3, run: Run, tmp_path: Path
+) -> None:
+    bucket = make_bucket(s3)
+    out = tmp_path / "out"
+    proc = run(
+        "dataset", s3.env(f"s3://{bucket}/data", out, IGNORE_PATTERNS="*.jsonl,*.md,shards/")
+    )
+    assert proc.returncode == 1
+    listed = sum(1 for key in FILES if key.startswith("data/"))
+    assert proc.stderr.splitlines() == [
+        f"error: IGNORE_PATTERNS='*.jsonl,*.md,shards/' leaves out all {listed} file(s) under "
+        f"s3://{bucket}/data/: nothing to download; narrow IGNORE_PATTERNS (set it to an empty "
+        "value to keep everything)"
+    ]
+    one = run("dataset", s3.env(f"s3://{bucket}/data/train.jsonl", out, IGNORE_PATTERNS="*.jsonl"))
+    assert one.returncode == 1
+    assert "leaves out all 1 file(s) under s3://" in one.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -89,6 +90,8 @@ def fetch(cfg: config.Config) -> None:
             if transfer.is_ignored(src.name, cfg.ignore_patterns)
             else [transfer.Item(src.name, src.stat().st_size)]
         )
+    if not items:
+        _check_not_empty(src, cfg)
     todo, present = transfer.split_present(items, dest)
     progress = transfer.Progress(todo, present)
     for item in todo:
@@ -101,3 +104,22 @@ def fetch(cfg: config.Config) -> None:
         transfer.write_atomically(dest / item.relpath, copy)
         progress.file_done(item.size)
     progress.finish()
+
+
+def _check_not_empty(src: Path, cfg: config.Config) -> None:
+    """No file to fetch: an error saying whether the patterns left all out or there is none."""
+    listed = 1 if src.is_file() else sum(1 for p in _walk_quietly(src) if p.is_file())
+    if listed and cfg.ignore_patterns:
+        raise config.InitializerError(
+            transfer.all_ignored(cfg.storage_uri, listed, cfg.ignore_patterns)
+        )
+    raise config.InitializerError(
+        f"{config.STORAGE_URI_ENV}: {src} has no files: nothing to download; check the path"
+    )
+
+
+def _walk_quietly(src: Path) -> Iterator[Path]:
+    """Every path under ``src``, skipping what cannot be listed (only counted, never copied)."""
+    for root, dirs, files in os.walk(src):
+        for name in (*dirs, *files):
+            yield Path(root) / name

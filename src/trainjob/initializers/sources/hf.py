@@ -85,10 +85,16 @@ def request(cfg: config.Config) -> Request:
     )
 
 
+def _no_files_matched(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("No files matched")
+
+
 def snapshot_download(req: Request) -> None:
     """Call ``huggingface_hub.snapshot_download`` for ``req``, with its progress bars off."""
     hub: Any = importlib.import_module("huggingface_hub")
     importlib.import_module("huggingface_hub.utils").disable_progress_bars()
+    # fetch() says "nothing downloaded", with the setting to change, in the one error line.
+    logging.getLogger("huggingface_hub._snapshot_download").addFilter(_no_files_matched)
     # First ask for the repo: snapshot_download, when the Hub answers "not found" (or cannot be
     # reached) and local_dir exists, returns local_dir as it is instead of raising.
     hub.HfApi().repo_info(repo_id=req.repo_id, repo_type=req.repo_type, token=req.token)
@@ -175,6 +181,15 @@ def watch(root: Path, interval: float, done: threading.Event) -> None:
         log.info("%d files, %s so far", files, transfer.mib(size))
 
 
+def nothing_matched(req: Request, uri: str) -> str:
+    """The error for a download that fetched no file: which patterns left everything out."""
+    kept = f"only {', '.join(req.allow_patterns)} are fetched" if req.allow_patterns else ""
+    dropped = f"IGNORE_PATTERNS={','.join(req.ignore_patterns)!r}" if req.ignore_patterns else ""
+    why = " and ".join(x for x in (kept, dropped) if x) or "the repo has no files"
+    fix = "narrow IGNORE_PATTERNS" if req.ignore_patterns else "check the path"
+    return f"nothing downloaded from {uri}: {why}; {fix}"
+
+
 def fetch(
     cfg: config.Config,
     download: Callable[[Request], None] = snapshot_download,
@@ -200,6 +215,8 @@ def fetch(
         done.set()
         watcher.join()
     files, size = count_files(Path(cfg.output_path))
+    if files == 0:
+        raise _Error(nothing_matched(req, cfg.storage_uri))
     log.info(
         "Downloaded %d files (%s) in %.1f s", files, transfer.mib(size), time.monotonic() - start
     )

@@ -159,13 +159,13 @@ def list_items(
     """(key prefix the items are relative to, items not ignored) for ``s3://bucket/prefix``."""
     folder = prefix if not prefix or prefix.endswith("/") else prefix + "/"
     items: list[transfer.Item] = []
-    found = False
+    found = 0
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder):
         for obj in page.get("Contents", []):
             key: str = obj["Key"]
             if key.endswith("/"):  # a "directory" marker some tools create
                 continue
-            found = True
+            found += 1
             relpath = key[len(folder) :]
             if not transfer.is_safe(relpath):
                 log.warning(
@@ -173,6 +173,8 @@ def list_items(
                 )
             elif not transfer.is_ignored(relpath, patterns):
                 items.append(transfer.Item(relpath, int(obj["Size"])))
+    if found and not items and patterns:
+        raise _Error(transfer.all_ignored(f"s3://{bucket}/{folder}", found, patterns))
     if found:
         return folder, items
     if not prefix or prefix.endswith("/"):
@@ -184,7 +186,7 @@ def list_items(
     parent, _, name = prefix.rpartition("/")
     folder = parent + "/" if parent else ""
     if transfer.is_ignored(name, patterns):
-        return folder, []
+        raise _Error(transfer.all_ignored(f"s3://{bucket}/{prefix}", 1, patterns))
     return folder, [transfer.Item(name, int(head["ContentLength"]))]
 
 
