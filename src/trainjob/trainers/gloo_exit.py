@@ -15,10 +15,12 @@ run on 2 busy cores here, with plain torchrun. Upstream: pytorch/pytorch#190489 
 fix pytorch/pytorch#179291.
 
 :func:`settle_gloo_workers`, registered with ``atexit`` (which runs before finalization), sleeps
-with the GIL released until every gloo worker thread has been blocked in the kernel (state ``S``,
-waiting for work) for three checks in a row, at most ``timeout`` seconds. A worker still holding a
-finished collective is runnable, or wakes as soon as the GIL is free, so it is not taken for idle.
-Without gloo threads, or without ``/proc``, it returns at once; on a clean exit it costs ~15 ms.
+with the GIL released until every gloo worker thread has stayed blocked in the kernel (state
+``S``, waiting for work), without a context switch, across three checks 5 ms apart; at most
+``timeout`` seconds. A worker still holding a finished collective is runnable, or is woken as soon
+as this thread sleeps and frees the GIL, so its state or its switch count moves: it is not taken
+for idle. Without gloo threads, or without ``/proc``, it returns at once; on a clean exit it costs
+~20 ms.
 
 The SDK ships this function's source ahead of every CustomTrainer function
 (:mod:`trainjob.client.function`), so it stays stdlib-only and self-contained; the built-in LLM
@@ -34,24 +36,33 @@ def settle_gloo_workers(timeout: float = 5.0, tasks: str = "/proc/self/task") ->
     import time
 
     deadline = time.monotonic() + timeout
+    before: dict[str, tuple[str, int]] = {}
     quiet = 0
     while quiet < 3 and time.monotonic() < deadline:
         try:
             tids = os.listdir(tasks)
         except OSError:
             return
-        states: list[str] = []
+        now: dict[str, tuple[str, int]] = {}
         for tid in tids:
             try:
-                with open(f"{tasks}/{tid}/stat") as f:
-                    name, _, rest = f.read().partition("(")[2].rpartition(")")
-            except OSError:
+                with open(f"{tasks}/{tid}/status") as f:
+                    status = dict(line.partition(":")[::2] for line in f)
+            except OSError:  # the thread ended
                 continue
-            if name == "pt_gloo_runloop":
-                states.append(rest.split()[0])
-        if not states:
+            if status.get("Name", "").strip() == "pt_gloo_runloop":
+                switches = sum(
+                    int(status.get(k, "0"))
+                    for k in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
+                )
+                now[tid] = (status.get("State", "?").split()[0], switches)
+        if not now:
             return
-        quiet = quiet + 1 if all(s == "S" for s in states) else 0
+        # idle: asleep, and not woken since the last look (a thread that woke for the GIL and
+        # lost it to this one sleeps again, but its switch count moved)
+        idle = now == before and all(state == "S" for state, _ in now.values())
+        quiet = quiet + 1 if idle else 0
+        before = now
         time.sleep(0.005)
 
 

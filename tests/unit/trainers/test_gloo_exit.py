@@ -19,26 +19,32 @@ import pytest
 from trainjob.trainers import gloo_exit
 
 
-def _task(root: Path, tid: int, name: str, state: str) -> None:
+def _task(root: Path, tid: int, name: str, state: str, switches: int = 0) -> None:
     d = root / str(tid)
     d.mkdir(exist_ok=True)
-    # a comm with spaces and parentheses, as the kernel allows: the state follows the last ')'
-    (d / "stat").write_text(f"{tid} ({name}) {state} 1 2 3 0 -1\n")
+    (d / "status").write_text(
+        f"Name:\t{name}\nUmask:\t0022\nState:\t{state} (sleeping)\nTgid:\t1\n"
+        f"voluntary_ctxt_switches:\t{switches}\nnonvoluntary_ctxt_switches:\t{switches % 3}\n"
+    )
+
+
+Look = tuple[tuple[str, int], ...]
+"""What the gloo threads show at one check: (state, context switches) per thread."""
 
 
 class ScriptedProc:
-    """A fake task folder whose gloo threads take the next scripted states at each sleep."""
+    """A fake task folder whose gloo threads show the next scripted look at each sleep."""
 
-    def __init__(self, root: Path, script: list[tuple[str, ...]]):
+    def __init__(self, root: Path, script: list[Look]):
         self.root, self.script, self.sleeps = root, script, 0
         _task(root, 1, "python", "R")
-        _task(root, 7, "weird ) name (", "R")
+        _task(root, 7, "gloo_tcp_loop", "S")  # the transport loop is not a worker
         self._apply()
 
     def _apply(self) -> None:
-        states = self.script[min(self.sleeps, len(self.script) - 1)]
-        for i, state in enumerate(states):
-            _task(self.root, 100 + i, "pt_gloo_runloop", state)
+        look = self.script[min(self.sleeps, len(self.script) - 1)]
+        for i, (state, switches) in enumerate(look):
+            _task(self.root, 100 + i, "pt_gloo_runloop", state, switches)
 
     def sleep(self, _seconds: float) -> None:
         self.sleeps += 1
@@ -47,7 +53,7 @@ class ScriptedProc:
 
 @pytest.fixture
 def scripted(tmp_path, monkeypatch):
-    def make(script: list[tuple[str, ...]]) -> ScriptedProc:
+    def make(script: list[Look]) -> ScriptedProc:
         proc = ScriptedProc(tmp_path, script)
         monkeypatch.setattr(time, "sleep", proc.sleep)
         return proc
@@ -55,27 +61,40 @@ def scripted(tmp_path, monkeypatch):
     return make
 
 
+IDLE: Look = (("S", 40), ("S", 52))
+
+
 def test_no_gloo_threads_returns_without_waiting(tmp_path, monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
     _task(tmp_path, 1, "python", "R")
-    _task(tmp_path, 2, "gloo_tcp_loop", "R")  # the transport loop is not a worker
+    _task(tmp_path, 2, "gloo_tcp_loop", "R")
     gloo_exit.settle_gloo_workers(tasks=str(tmp_path))
     assert slept == []
 
 
-def test_idle_workers_need_three_quiet_checks_in_a_row(scripted):
-    proc = scripted([("S", "S")])
+def test_idle_workers_need_three_unchanged_looks_after_the_first(scripted):
+    proc = scripted([IDLE])
     gloo_exit.settle_gloo_workers(tasks=str(proc.root))
-    assert proc.sleeps == 3
+    assert proc.sleeps == 4
 
 
 def test_a_runnable_worker_restarts_the_count_until_it_sleeps(scripted):
     # one worker still holds a finished collective (runnable), then goes back to waiting
-    proc = scripted([("S", "S"), ("S", "R"), ("S", "S"), ("R", "S"), ("S", "S")])
+    busy: Look = (("S", 40), ("R", 53))
+    after: Look = (("S", 40), ("S", 54))
+    proc = scripted([IDLE, IDLE, busy, after])
     gloo_exit.settle_gloo_workers(tasks=str(proc.root))
-    # quiet at 0, busy at 1 and 3, quiet from 4: returns after the checks at 4, 5 and 6
+    # quiet at look 1, busy at 2, changed at 3, unchanged at 4, 5 and 6
     assert proc.sleeps == 7
+
+
+def test_a_worker_that_woke_and_slept_again_between_looks_is_not_idle(scripted):
+    # asleep at every look, but woken (for the GIL) in between: its switch count moves
+    woke = [(("S", 40), ("S", 52 + 2 * i)) for i in range(5)]
+    proc = scripted([*woke, woke[-1]])
+    gloo_exit.settle_gloo_workers(tasks=str(proc.root))
+    assert proc.sleeps == 5 + 3
 
 
 def test_a_worker_that_never_goes_idle_is_given_up_on_after_the_timeout(tmp_path, monkeypatch):
@@ -98,7 +117,7 @@ def test_a_worker_that_never_goes_idle_is_given_up_on_after_the_timeout(tmp_path
 def test_a_thread_that_ends_while_read_is_skipped(tmp_path, monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
-    (tmp_path / "55").mkdir()  # listed, but its stat is gone: the thread ended
+    (tmp_path / "55").mkdir()  # listed, but its status is gone: the thread ended
     gloo_exit.settle_gloo_workers(tasks=str(tmp_path))
     assert slept == []
 
@@ -134,4 +153,4 @@ def test_a_real_named_worker_blocked_on_a_condition_counts_as_idle(monkeypatch):
     finally:
         release.set()
         t.join()
-    assert 3 <= len(slept) < 100  # found it, saw it idle three times, did not wait out the timeout
+    assert 4 <= len(slept) < 100  # found it, saw it idle and unchanged, did not wait the timeout
