@@ -130,6 +130,7 @@ def test_lora_on_two_processes_learns_and_saves_an_adapter_peft_loads(
         in proc.stdout
     )
     assert "using the Hugging Face tokenizer in" in proc.stdout
+    assert "lr schedule: constant 0.03 (lr_scheduler.num_warmup_steps=N: torchtune's" in proc.stdout
     by_epoch = losses(proc.stdout)
     # 32 rows over 2 ranks at batch 4: 4 steps an epoch, each logged once (rank 0 only).
     assert [len(v) for v in by_epoch.values()] == [4] * 5, proc.stdout

@@ -164,6 +164,12 @@ def _train(
             f"peak {cfg.lr:g}",
             rank,
         )
+    else:
+        log(
+            f"lr schedule: constant {cfg.lr:g} (lr_scheduler.num_warmup_steps=N: torchtune's "
+            "cosine with warmup)",
+            rank,
+        )
     for epoch in range(cfg.epochs):
         if isinstance(sampler, DistributedSampler):
             sampler.set_epoch(epoch)
