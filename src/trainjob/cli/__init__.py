@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated
 
 import typer
 
@@ -29,6 +32,48 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+class Backend(StrEnum):
+    local = "local"
+    kubernetes = "kubernetes"
+
+
+@dataclass
+class Target:
+    """Where the job commands act: this machine, or the cluster of a kubeconfig (and context)."""
+
+    backend: Backend = Backend.local
+    kubeconfig: str | None = None
+    context: str | None = None
+
+
+TARGET = Target()
+
+
+@app.callback()
+def options(
+    backend: Annotated[
+        Backend,
+        typer.Option(
+            "--backend",
+            envvar="TRAINJOB_BACKEND",
+            case_sensitive=False,
+            help="Where jobs run: local (this machine) or kubernetes (the kubeconfig's cluster).",
+        ),
+    ] = Backend.local,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option("--kubeconfig", help="With --backend kubernetes: the kubeconfig file."),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option("--context", help="With --backend kubernetes: the kubeconfig context."),
+    ] = None,
+) -> None:
+    """Run Kubeflow TrainJobs on this machine or a Kubernetes cluster."""
+    TARGET.backend, TARGET.kubeconfig, TARGET.context = backend, kubeconfig, context
+
 
 # Command modules, imported for their side effect of registering commands on ``app``.
 COMMAND_MODULES = ("plan", "jobs", "controller")

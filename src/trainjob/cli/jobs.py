@@ -9,7 +9,9 @@ built-in ones; they are not stored);
 stdout carries only what was asked for (tables, logs).
 
 Registered on :data:`trainjob.cli.app`; every command is a thin layer over
-:class:`trainjob.local.LocalExecutor`.
+:class:`trainjob.local.LocalExecutor`, or with ``--backend kubernetes`` (``TRAINJOB_BACKEND``) over
+:class:`trainjob.cli.cluster.ClusterJobs`, which has the same methods for a cluster. Without
+``-n`` a command acts in ``default`` here and in the kubeconfig context's namespace on a cluster.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from rich.console import Console
 from trainjob.api import constants as c
 from trainjob.api import goyaml
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
-from trainjob.cli import app
+from trainjob.cli import TARGET, Backend, app
 from trainjob.cli import plan as planning
+from trainjob.cli.cluster import ClusterJobs
 from trainjob.errors import AlreadyExistsError, TrainJobError
 from trainjob.local import JobState, LocalExecutor
 from trainjob.local import state as st
@@ -43,7 +46,7 @@ describe_app = typer.Typer(help="Show details of a job.", no_args_is_help=True)
 app.add_typer(get_app, name="get")
 app.add_typer(describe_app, name="describe")
 
-Namespace = Annotated[str, typer.Option("--namespace", "-n", help="The namespace.")]
+Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="The namespace.")]
 
 
 class Output(StrEnum):
@@ -56,8 +59,21 @@ class Output(StrEnum):
 OutputFormat = Annotated[Output | None, typer.Option("--output", "-o", help="wide|json|yaml|name")]
 
 
-def executor() -> LocalExecutor:
+Jobs = LocalExecutor | ClusterJobs
+"""What the job commands act through: the local executor, or a cluster's API."""
+
+
+def executor() -> Jobs:
+    if TARGET.backend is Backend.kubernetes:
+        return ClusterJobs(TARGET.kubeconfig, TARGET.context)
     return LocalExecutor()
+
+
+def namespace_of(ex: Jobs, namespace: str | None) -> str:
+    """``-n``, else ``default`` here or the kubeconfig context's namespace on a cluster."""
+    if namespace:
+        return namespace
+    return ex.default_namespace if isinstance(ex, ClusterJobs) else "default"
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -219,7 +235,7 @@ def progress_line(s: JobState, with_age: bool = True) -> str:
 
 
 def watch(
-    ex: LocalExecutor,
+    ex: Jobs,
     name: str,
     namespace: str,
     quiet: bool = False,
@@ -303,15 +319,17 @@ def run_command(
         ),
     ] = False,
 ) -> None:
-    """Run TrainJobs on this machine."""
+    """Run TrainJobs (on this machine, or with --backend kubernetes on the cluster)."""
     trainjobs, runtimes = load_inputs(filename, namespace)
     ex = executor()
     submitted: list[TrainJob] = []
     for tj in trainjobs:
-        name, ns = tj.metadata.name, tj.metadata.namespace or "default"
-        if replace and name and ex.store.job(ns, name) is not None:
+        name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)
+        if replace and name and exists(ex, name, ns):
             ex.delete(name, ns)
             out.print(f"{RESOURCE}/{name} deleted")
+            if isinstance(ex, ClusterJobs):
+                wait_gone(ex, name, ns)
         try:
             stored = ex.submit(tj, runtimes)
         except AlreadyExistsError as e:
@@ -321,7 +339,7 @@ def run_command(
         submitted.append(stored)
         out.print(f"{RESOURCE}/{stored.metadata.name} created")
     for tj in submitted:
-        name, ns = tj.metadata.name or "", tj.metadata.namespace or "default"
+        name, ns = tj.metadata.name or "", namespace_of(ex, tj.metadata.namespace)
         if follow:
             job, index, job_index = default_step(watch(ex, name, ns, True, lambda s: bool(s.pods)))
             # Progress while the steps before it (initializers) run.
@@ -333,10 +351,27 @@ def run_command(
             finish(watch(ex, name, ns))
 
 
+def exists(ex: Jobs, name: str, namespace: str) -> bool:
+    if isinstance(ex, ClusterJobs):
+        return ex.exists(name, namespace)
+    return ex.store.job(namespace, name) is not None
+
+
+def wait_gone(ex: ClusterJobs, name: str, namespace: str, timeout: float = 60.0) -> None:
+    """A deleted TrainJob stays while its finalizers run; creating it again must wait for that."""
+    deadline = time.monotonic() + timeout
+    while ex.exists(name, namespace):
+        if time.monotonic() > deadline:
+            raise TrainJobError(
+                f"{RESOURCE}/{name} is still being deleted after {timeout:.0f}s; try again later"
+            )
+        time.sleep(0.5)
+
+
 # -- get ----------------------------------------------------------------------------------------
 
 
-def jobs_table(ex: LocalExecutor, namespace: str | None, names: list[str], wide: bool) -> Columns:
+def jobs_table(ex: Jobs, namespace: str | None, names: list[str], wide: bool) -> Columns:
     jobs = ex.list(namespace)
     states = {(s.namespace, s.name): s for s in ex.states(namespace)}
     headers = ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
@@ -376,7 +411,7 @@ def jobs_table(ex: LocalExecutor, namespace: str | None, names: list[str], wide:
 @get_app.command("jobs")
 def get_jobs(
     names: Annotated[list[str] | None, typer.Argument(help="Job names (all if none).")] = None,
-    namespace: Namespace = "default",
+    namespace: Namespace = None,
     all_namespaces: Annotated[
         bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
     ] = False,
@@ -384,6 +419,7 @@ def get_jobs(
 ) -> None:
     """List TrainJobs: NAME STATUS RUNTIME NODES RESTARTS AGE."""
     ex = executor()
+    namespace = namespace_of(ex, namespace)
     ns = None if all_namespaces else namespace
     jobs = [ex.get(n, namespace) for n in names] if names else ex.list(ns)
     if _printed_as_objects(jobs, output, lambda j: f"{RESOURCE}/{j.metadata.name}"):
@@ -401,14 +437,16 @@ for alias in ("job", "trainjob", "trainjobs"):
 
 @get_app.command("runtimes")
 def get_runtimes(
-    namespace: Namespace = "default",
+    namespace: Namespace = None,
     output: OutputFormat = None,
 ) -> None:
     """List runtimes (built-in ClusterTrainingRuntimes, and ones stored through the SDK's
     LocalExecutor.apply_runtime): NAME KIND FRAMEWORK NODES."""
+    ex = executor()
+    namespace = namespace_of(ex, namespace)
     rts = [
         r
-        for r in executor().list_runtimes()
+        for r in ex.list_runtimes()
         if not isinstance(r, TrainingRuntime) or (r.metadata.namespace or "default") == namespace
     ]
     if _printed_as_objects(rts, output, lambda r: f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}"):
@@ -444,7 +482,7 @@ for alias in ("runtime", "clustertrainingruntimes", "trainingruntimes"):
 # -- describe -----------------------------------------------------------------------------------
 
 
-def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
+def describe_text(ex: Jobs, name: str, namespace: str) -> None:
     tj = ex.get(name, namespace)
     s = ex.state(name, namespace)
     ref = tj.spec.runtime_ref
@@ -497,7 +535,8 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
             for p in s.pods
         ],
     )
-    _field("Logs", ex.log_path(name, namespace).parent)
+    if isinstance(ex, LocalExecutor):
+        _field("Logs", ex.log_path(name, namespace).parent)
     _print_section(
         "Events",
         ("Type", "Reason", "Age", "From", "Message"),
@@ -515,9 +554,10 @@ def describe_text(ex: LocalExecutor, name: str, namespace: str) -> None:
 
 
 @describe_app.command("job")
-def describe_job(name: str, namespace: Namespace = "default") -> None:
+def describe_job(name: str, namespace: Namespace = None) -> None:
     """Show a TrainJob: status, conditions, jobs, steps (pods) and events."""
-    describe_text(executor(), name, namespace)
+    ex = executor()
+    describe_text(ex, name, namespace_of(ex, namespace))
 
 
 for alias in ("jobs", "trainjob", "trainjobs"):
@@ -530,7 +570,7 @@ for alias in ("jobs", "trainjob", "trainjobs"):
 @app.command("logs")
 def logs_command(
     name: str,
-    namespace: Namespace = "default",
+    namespace: Namespace = None,
     step: Annotated[
         str | None,
         typer.Option(
@@ -543,6 +583,7 @@ def logs_command(
 ) -> None:
     """Print the logs of one step of a TrainJob (default: the trainer's first)."""
     ex = executor()
+    namespace = namespace_of(ex, namespace)
     s = ex.state(name, namespace)
     known = [(p.job, p.index, p.job_index) for p in s.pods]
     job, index, job_index = parse_step(step, known) if step else default_step(s)
@@ -550,27 +591,28 @@ def logs_command(
         _echo(line, flush=follow)
 
 
-def _each(names: list[str], namespace: str, action: Callable[..., object], done: str) -> None:
-    """Run a LocalExecutor method on each job, printing ``<resource>/<name> <done>``."""
+def _each(names: list[str], namespace: str | None, action: str, done: str) -> None:
+    """Run a backend method on each job, printing ``<resource>/<name> <done>``."""
     ex = executor()
+    ns = namespace_of(ex, namespace)
     for n in names:
-        action(ex, n, namespace)
+        getattr(ex, action)(n, ns)
         out.print(f"{RESOURCE}/{n} {done}")
 
 
 @app.command("suspend")
-def suspend_command(names: list[str], namespace: Namespace = "default") -> None:
+def suspend_command(names: list[str], namespace: Namespace = None) -> None:
     """Suspend TrainJobs (their processes stop; resume starts them again)."""
-    _each(names, namespace, LocalExecutor.suspend, "suspended")
+    _each(names, namespace, "suspend", "suspended")
 
 
 @app.command("resume")
-def resume_command(names: list[str], namespace: Namespace = "default") -> None:
+def resume_command(names: list[str], namespace: Namespace = None) -> None:
     """Resume suspended TrainJobs."""
-    _each(names, namespace, LocalExecutor.resume, "resumed")
+    _each(names, namespace, "resume", "resumed")
 
 
 @app.command("delete")
-def delete_command(names: list[str], namespace: Namespace = "default") -> None:
+def delete_command(names: list[str], namespace: Namespace = None) -> None:
     """Delete TrainJobs: stop their processes, remove their logs and workspace."""
-    _each(names, namespace, LocalExecutor.delete, "deleted")
+    _each(names, namespace, "delete", "deleted")

@@ -1,0 +1,302 @@
+"""The job commands on a Kubernetes cluster: what they read and change, over the cluster's API.
+
+:class:`ClusterJobs` has the methods of :class:`trainjob.local.LocalExecutor` that
+:mod:`trainjob.cli.jobs` calls (``submit``, ``get``, ``list``, ``state``, ``states``, ``events``,
+``logs``, ``suspend``, ``resume``, ``delete``, ``list_runtimes``), so every command prints the same
+tables for both backends. The TrainJob, its JobSet and its pods become the same
+:class:`~trainjob.local.state.JobState` the local store gives (:func:`job_state`, pure), events
+are the cluster's core events for the TrainJob, its JobSet, Jobs, PodGroup and pods, and logs are
+the pods' logs. ``run -f`` creates the TrainJobs (and server-side applies the runtimes given in the
+same files, as ``kubectl apply`` would) and leaves validation to the cluster's CRD rules and
+admission webhooks, whose errors come back as kubectl prints them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from trainjob.kube import Client
+
+from trainjob.api import constants as c
+from trainjob.api.load import parse
+from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.errors import NotFoundError, TrainJobError
+from trainjob.local import state as st
+
+FIELD_MANAGER = "trainjob-cli"
+LABEL_JOBSET = "jobset.sigs.k8s.io/jobset-name"
+LABEL_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+LABEL_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+LABEL_RESTART = "jobset.sigs.k8s.io/restart-attempt"
+LABEL_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+POLL = 1.0
+"""Seconds between two looks at a pending pod before following its log."""
+
+Obj = dict[str, Any]
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def pod_state(pod: Mapping[str, Any]) -> st.PodState:
+    """One pod of a JobSet as the local backend reports a pod."""
+    meta, status = _meta(pod), pod.get("status") or {}
+    labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+    terminated = [
+        (cs.get("state") or {}).get("terminated") or {}
+        for cs in status.get("containerStatuses") or ()
+    ]
+    ended = [t for t in terminated if t]
+    failed = next((t for t in ended if t.get("exitCode")), None)
+    last = failed or (ended[0] if ended else None)
+    ready = any(
+        k.get("type") == "Ready" and k.get("status") == "True"
+        for k in status.get("conditions") or ()
+    )
+    message = status.get("message") or ""
+    if not message and failed:
+        message = failed.get("message") or failed.get("reason") or ""
+    return st.PodState(
+        job=labels.get(LABEL_REPLICATED_JOB, ""),
+        index=_int(labels.get(LABEL_COMPLETION_INDEX, notes.get(LABEL_COMPLETION_INDEX))),
+        name=meta.get("name", ""),
+        phase=status.get("phase") or st.POD_PENDING,
+        exit_code=None if last is None else _int(last.get("exitCode")),
+        started=status.get("startTime"),
+        finished=last.get("finishedAt") if last and len(ended) == len(terminated) else None,
+        restarts=_int(labels.get(LABEL_RESTART)),
+        job_index=_int(labels.get(LABEL_JOB_INDEX)),
+        message=message,
+        ready=ready,
+    )
+
+
+def job_state(
+    trainjob: Mapping[str, Any], jobset: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
+) -> st.JobState:
+    """A TrainJob, its JobSet (None before it exists) and its pods -> the local backend's view.
+
+    Phase: Complete or Failed from the TrainJob's condition, Suspended while ``spec.suspend``,
+    Running once a pod runs (or has run), else Created. Started: the first pod's start; completed:
+    when the Complete/Failed condition turned True; restarts: the JobSet's.
+    """
+    meta, spec = _meta(trainjob), trainjob.get("spec") or {}
+    conditions = (trainjob.get("status") or {}).get("conditions") or []
+    order = [
+        rj.get("name") for rj in ((jobset or {}).get("spec") or {}).get("replicatedJobs") or ()
+    ]
+    states = sorted(
+        (pod_state(p) for p in pods),
+        key=lambda p: (order.index(p.job) if p.job in order else len(order), p.job_index, p.index),
+    )
+    phase, reason, message, completed = st.CREATED, "", "", None
+    for cond in conditions:
+        if cond.get("status") == "True" and cond.get("type") in (st.COMPLETE, st.FAILED):
+            phase, completed = cond["type"], cond.get("lastTransitionTime")
+            reason, message = cond.get("reason") or "", cond.get("message") or ""
+            break
+    else:
+        if spec.get("suspend"):
+            phase = st.SUSPENDED
+        elif any(p.phase != st.POD_PENDING for p in states):
+            phase = st.RUNNING
+    starts = sorted(p.started for p in states if p.started)
+    return st.JobState(
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace", ""),
+        phase=phase,
+        created=meta.get("creationTimestamp") or "",
+        started=starts[0] if starts else None,
+        completed=completed,
+        restarts=_int(((jobset or {}).get("status") or {}).get("restarts")),
+        reason=reason,
+        message=message,
+        pods=tuple(states),
+    )
+
+
+def is_ours(event: Mapping[str, Any], name: str, pods: set[str]) -> bool:
+    """Whether a core event is about the TrainJob ``name``, its JobSet, Jobs, PodGroup or pods."""
+    obj = event.get("involvedObject") or {}
+    kind, obj_name = obj.get("kind", ""), str(obj.get("name", ""))
+    return (
+        (kind in (c.TRAINJOB_KIND, "JobSet", "PodGroup") and obj_name == name)
+        or (kind == "Pod" and obj_name in pods)
+        or (kind in ("Job", "PodGroup") and obj_name.startswith(f"{name}-"))
+    )
+
+
+class ClusterJobs:
+    """The job commands' backend on a cluster (see the module docstring)."""
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
+        # imported here: the local commands do not pay for the HTTP client
+        from trainjob.kube import Client
+        from trainjob.kube import resources as r
+
+        self.r: ModuleType = r
+        self.kube: Client = Client.from_config(kubeconfig, context)
+
+    @property
+    def default_namespace(self) -> str:
+        """The kubeconfig context's namespace, as kubectl uses it."""
+        return self.kube.namespace or "default"
+
+    def exists(self, name: str, namespace: str) -> bool:
+        return self.kube.get_or_none(self.r.TRAINJOBS, name, namespace) is not None
+
+    def submit(self, trainjob: TrainJob, runtimes: Sequence[Runtime] = ()) -> TrainJob:
+        for rt in runtimes:
+            obj = rt.to_dict()
+            if isinstance(rt, TrainingRuntime):
+                obj.setdefault("metadata", {}).setdefault(
+                    "namespace", trainjob.metadata.namespace or self.default_namespace
+                )
+            self.kube.apply(obj, field_manager=FIELD_MANAGER)
+        ns = trainjob.metadata.namespace or self.default_namespace
+        created = self.kube.create(self.r.TRAINJOBS, trainjob.to_dict(), ns)
+        return _trainjob(created)
+
+    def get(self, name: str, namespace: str) -> TrainJob:
+        return _trainjob(self.kube.get(self.r.TRAINJOBS, name, namespace))
+
+    def list(self, namespace: str | None = None) -> builtins.list[TrainJob]:
+        return [_trainjob(o) for o in self._trainjobs(namespace)]
+
+    def _trainjobs(self, namespace: str | None) -> builtins.list[Obj]:
+        if namespace is None:
+            found = self.kube.request("GET", self.r.TRAINJOBS.path(None))
+        else:
+            found = self.kube.list(self.r.TRAINJOBS, namespace)
+        return sorted(
+            found.get("items") or [],
+            key=lambda o: (_meta(o).get("namespace", ""), _meta(o).get("name", "")),
+        )
+
+    def _pods(self, name: str, namespace: str) -> builtins.list[Obj]:
+        found = self.kube.list(self.r.PODS, namespace, label_selector=f"{LABEL_JOBSET}={name}")
+        return list(found.get("items") or [])
+
+    def state(self, name: str, namespace: str) -> st.JobState:
+        trainjob = self.kube.get(self.r.TRAINJOBS, name, namespace)
+        jobset = self.kube.get_or_none(self.r.JOBSETS, name, namespace)
+        return job_state(trainjob, jobset, self._pods(name, namespace))
+
+    def states(self, namespace: str | None = None) -> builtins.list[st.JobState]:
+        return [
+            self.state(_meta(o).get("name", ""), _meta(o).get("namespace", ""))
+            for o in self._trainjobs(namespace)
+        ]
+
+    def events(self, name: str, namespace: str) -> builtins.list[st.Event]:
+        pods = {_meta(p).get("name", "") for p in self._pods(name, namespace)}
+        found = self.kube.list(self.r.CORE_EVENTS, namespace).get("items") or []
+        out = []
+        for ev in found:
+            if not is_ours(ev, name, pods):
+                continue
+            obj = ev.get("involvedObject") or {}
+            when = (
+                ev.get("lastTimestamp")
+                or ev.get("eventTime")
+                or ev.get("firstTimestamp")
+                or _meta(ev).get("creationTimestamp")
+                or ""
+            )
+            out.append(
+                st.Event(
+                    type=ev.get("type") or "Normal",
+                    reason=ev.get("reason") or "",
+                    message=ev.get("message") or "",
+                    timestamp=str(when)[:19] + "Z" if when else "",
+                    involved_kind=obj.get("kind", ""),
+                    involved_name=obj.get("name", ""),
+                )
+            )
+        out.sort(key=lambda e: e.timestamp)
+        return out
+
+    def logs(
+        self,
+        name: str,
+        namespace: str,
+        job: str = c.JOB_NODE,
+        index: int = 0,
+        follow: bool = False,
+        *,
+        job_index: int = 0,
+    ) -> Iterator[str]:
+        """One pod's log; with ``follow``, waits for the pod to leave Pending, then streams it."""
+        while True:
+            pods = self._pods(name, namespace)
+            found = [
+                p
+                for p in pods
+                if (s := pod_state(p)).job == job and s.index == index and s.job_index == job_index
+            ]
+            if not found:
+                if not pods:
+                    self.kube.get(self.r.TRAINJOBS, name, namespace)  # NotFound when the job is not
+                    raise NotFoundError(
+                        f'TrainJob "{name}" has no pods yet: its JobSet has not started them '
+                        "(trainjob describe job NAME shows why)"
+                    )
+                steps = ", ".join(sorted({_step(pod_state(p)) for p in pods}))
+                raise NotFoundError(
+                    f'pod {job}-{index} of TrainJob "{name}" not found (pods: {steps})'
+                )
+            pod = max(found, key=lambda p: _meta(p).get("creationTimestamp", ""))
+            if not follow or pod_state(pod).phase != st.POD_PENDING:
+                break
+            time.sleep(POLL)
+        containers = [ctr.get("name") for ctr in (pod.get("spec") or {}).get("containers") or ()]
+        container = job if job in containers else (containers[0] if containers else None)
+        return self.kube.logs(_meta(pod)["name"], namespace, container=container, follow=follow)
+
+    def suspend(self, name: str, namespace: str) -> TrainJob:
+        return self._set_suspend(name, namespace, True)
+
+    def resume(self, name: str, namespace: str) -> TrainJob:
+        return self._set_suspend(name, namespace, False)
+
+    def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
+        patched = self.kube.patch(self.r.TRAINJOBS, name, {"spec": {"suspend": value}}, namespace)
+        return _trainjob(patched)
+
+    def delete(self, name: str, namespace: str) -> None:
+        self.kube.delete(self.r.TRAINJOBS, name, namespace)
+
+    def list_runtimes(self) -> builtins.list[Runtime]:
+        found: builtins.list[Runtime] = []
+        for res in (self.r.CLUSTER_TRAINING_RUNTIMES, self.r.TRAINING_RUNTIMES):
+            path = res.path(None)
+            for obj in self.kube.request("GET", path).get("items") or []:
+                rt = parse(obj)
+                if isinstance(rt, ClusterTrainingRuntime | TrainingRuntime):
+                    found.append(rt)
+        return found
+
+
+def _step(p: st.PodState) -> str:
+    return f"{p.job}-{p.job_index}-{p.index}" if p.job_index else f"{p.job}-{p.index}"
+
+
+def _trainjob(obj: Obj) -> TrainJob:
+    tj = parse(obj)
+    if not isinstance(tj, TrainJob):  # pragma: no cover - the API serves TrainJobs here
+        raise TrainJobError(f"expected a TrainJob, got {obj.get('kind')}")
+    return tj

@@ -1,0 +1,217 @@
+"""The job commands with ``--backend kubernetes`` against a real kube-apiserver and the controller.
+
+``trainjob run|get|describe|logs|suspend|resume|delete`` run as a user runs them (a subprocess,
+the test control plane's kubeconfig). trainjob's controller turns the TrainJob into a JobSet; no
+JobSet controller or kubelet runs, so the test plays them: it creates the pods a JobSet would and
+writes their status, as the controller tests do. What the commands print is checked against what
+the cluster holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from tests.integration.controller_harness import Controller, wait_for
+
+from trainjob.kube import Client
+from trainjob.kube import resources as r
+
+if TYPE_CHECKING:
+    from conftest import ControlPlane
+
+pytest_plugins = ["tests.integration.controller_fixtures"]
+pytestmark = pytest.mark.integration
+
+JOB = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: {name}
+spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 2
+    command: [torchrun, train.py]
+"""
+
+
+def cli(
+    plane: ControlPlane, *args: str, backend: str = "kubernetes"
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env["TRAINJOB_HOME"] = str(Path(plane.kubeconfig).parent / "cli-home")
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainjob.cli",
+            "--backend",
+            backend,
+            "--kubeconfig",
+            str(plane.kubeconfig),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+
+
+def pod(
+    job: str, index: int, phase: str, exit_code: int | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod a JobSet's Job would create for node ``index`` of ``job``, and its status."""
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{job}-node-0-{index}-abcde",
+            "labels": {
+                "jobset.sigs.k8s.io/jobset-name": job,
+                "jobset.sigs.k8s.io/replicatedjob-name": "node",
+                "jobset.sigs.k8s.io/job-index": "0",
+                "batch.kubernetes.io/job-completion-index": str(index),
+            },
+        },
+        "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch"}]},
+    }
+    state: dict[str, Any] = {"running": {"startedAt": "2026-11-30T01:00:00Z"}}
+    if exit_code is not None:
+        state = {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": "Error" if exit_code else "Completed",
+                "finishedAt": "2026-11-30T01:05:00Z",
+            }
+        }
+    status = {
+        "phase": phase,
+        "startTime": f"2026-11-30T01:00:0{index}Z",
+        "conditions": [{"type": "Ready", "status": "True" if phase == "Running" else "False"}],
+        "containerStatuses": [
+            {
+                "name": "node",
+                "image": "pytorch/pytorch",
+                "imageID": "",
+                "ready": phase == "Running",
+                "restartCount": 0,
+                "state": state,
+            }
+        ],
+    }
+    return obj, status
+
+
+def make_pod(
+    kube: Client, ns: str, job: str, index: int, phase: str, exit_code: int | None = None
+) -> None:
+    obj, status = pod(job, index, phase, exit_code)
+    kube.create(r.PODS, obj, ns)
+    kube.patch_status(r.PODS, obj["metadata"]["name"], ns, status)
+
+
+def test_run_get_describe_suspend_resume_delete_on_the_cluster(
+    control_plane: ControlPlane,
+    kube: Client,
+    controller: Controller,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.format(name="ddp"))
+
+    ran = cli(control_plane, "run", "-f", str(job), "-n", namespace)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["trainjob.trainer.kubeflow.org/ddp created"]
+    stored = kube.get(r.TRAINJOBS, "ddp", namespace)
+    assert stored["spec"]["trainer"]["numNodes"] == 2
+    wait_for(lambda: kube.get_or_none(r.JOBSETS, "ddp", namespace), timeout=30, what="JobSet")
+
+    again = cli(control_plane, "run", "-f", str(job), "-n", namespace)
+    assert again.returncode == 1
+    assert "already exists" in again.stderr and "--replace" in again.stderr
+    assert "Traceback" not in again.stderr
+
+    got = cli(control_plane, "get", "jobs", "-n", namespace)
+    assert got.returncode == 0, got.stderr
+    header, row = got.stdout.splitlines()
+    assert header.split() == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    assert row.split()[:5] == ["ddp", "Created", "torch-distributed", "2", "0"]
+
+    make_pod(kube, namespace, "ddp", 0, "Running")
+    make_pod(kube, namespace, "ddp", 1, "Failed", exit_code=3)
+    got = cli(control_plane, "get", "jobs", "-n", namespace, "-o", "wide")
+    row = got.stdout.splitlines()[1].split()
+    assert row[:2] == ["ddp", "Running"] and row[6] == "2026-11-30T01:00:00Z", got.stdout
+
+    described = cli(control_plane, "describe", "job", "ddp", "-n", namespace)
+    assert described.returncode == 0, described.stderr
+    text = described.stdout
+    assert "Runtime:    ClusterTrainingRuntime/torch-distributed" in text
+    assert "Status:     Running" in text
+    steps = [ln.split() for ln in text.splitlines() if ln.strip().startswith("node-")]
+    assert steps[0][:5] == ["node-0", "ddp-node-0-0-abcde", "Running", "True", "<none>"]
+    assert steps[1][:5] == ["node-1", "ddp-node-0-1-abcde", "Failed", "False", "3"]
+    assert "Logs:" not in text  # no local log folder on a cluster
+
+    # no kubelet here, so the apiserver serves an empty log for a pod on no node; the step's pod
+    # is found (an unknown step is an error naming the known ones)
+    logs = cli(control_plane, "logs", "ddp", "--step", "node-1", "-n", namespace)
+    assert (logs.returncode, logs.stderr) == (0, ""), logs.stderr
+    missing = cli(control_plane, "logs", "ddp", "--step", "node-7", "-n", namespace)
+    assert missing.stderr.strip() == (
+        'error: pod node-7 of TrainJob "ddp" not found (pods: node-0, node-1)'
+    )
+
+    assert cli(control_plane, "suspend", "ddp", "-n", namespace).stdout.strip() == (
+        "trainjob.trainer.kubeflow.org/ddp suspended"
+    )
+    assert kube.get(r.TRAINJOBS, "ddp", namespace)["spec"]["suspend"] is True
+    assert cli(control_plane, "resume", "ddp", "-n", namespace).returncode == 0
+    assert kube.get(r.TRAINJOBS, "ddp", namespace)["spec"]["suspend"] is False
+
+    as_json = cli(control_plane, "get", "jobs", "ddp", "-n", namespace, "-o", "json")
+    assert json.loads(as_json.stdout)["metadata"]["uid"] == stored["metadata"]["uid"]
+
+    deleted = cli(control_plane, "delete", "ddp", "-n", namespace)
+    assert deleted.stdout.strip() == "trainjob.trainer.kubeflow.org/ddp deleted"
+    wait_for(
+        lambda: kube.get_or_none(r.TRAINJOBS, "ddp", namespace) is None or None,
+        timeout=30,
+        what="deletion",
+    )
+
+
+def test_a_trainjob_the_cluster_refuses_is_one_kubectl_style_error(
+    control_plane: ControlPlane, controller: Controller, namespace: str, tmp_path: Path
+) -> None:
+    # valid as a document, refused by the cluster: its runtime is a TrainingRuntime that the
+    # namespace does not have (trainjob's admission webhook checks the reference)
+    job = tmp_path / "bad.yaml"
+    job.write_text(
+        JOB.format(name="bad").replace(
+            "    name: torch-distributed", "    name: nowhere\n    kind: TrainingRuntime"
+        )
+    )
+    ran = cli(control_plane, "run", "-f", str(job), "-n", namespace)
+    assert ran.returncode == 1, ran.stdout
+    assert ran.stderr.startswith("error: ") or ran.stderr.startswith("The TrainJob"), ran.stderr
+    assert "nowhere" in ran.stderr and "Traceback" not in ran.stderr
+    assert len(ran.stderr.strip().splitlines()) <= 2, ran.stderr
+
+
+def test_the_same_commands_stay_on_this_machine_without_the_flag(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    local = cli(control_plane, "get", "jobs", "-n", namespace, backend="local")
+    assert local.returncode == 0
+    assert local.stderr.strip() == f"No resources found in {namespace} namespace."
