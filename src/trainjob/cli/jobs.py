@@ -246,9 +246,11 @@ def watch(
     Progress goes to stderr: a live status line on a terminal, else one line per change of the
     job's or its pods' phases (for logs and pipes); nothing when ``quiet``.
     """
+    # a cluster is asked less often: three API reads a look
+    pause = 1.0 if isinstance(ex, ClusterJobs) else 0.2
     if quiet:
         while not until(s := ex.state(name, namespace)):
-            time.sleep(0.1)
+            time.sleep(pause / 2)
         return s
     if not err.is_terminal:
         last = ""
@@ -260,14 +262,14 @@ def watch(
             if line != last:
                 err.print(line, markup=False, emoji=False)
                 last = line
-            time.sleep(0.2)
+            time.sleep(pause)
     with err.status(f"{name}: waiting") as status:
         while True:
             s = ex.state(name, namespace)
             if until(s):
                 return s
             status.update(progress_line(s))
-            time.sleep(0.2)
+            time.sleep(pause)
 
 
 def _started(job: str, index: int, job_index: int) -> Callable[[JobState], bool]:
