@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -215,3 +216,44 @@ def test_the_same_commands_stay_on_this_machine_without_the_flag(
     local = cli(control_plane, "get", "jobs", "-n", namespace, backend="local")
     assert local.returncode == 0
     assert local.stderr.strip() == f"No resources found in {namespace} namespace."
+
+
+def test_run_wait_ends_with_the_cluster_s_verdict(
+    control_plane: ControlPlane,
+    kube: Client,
+    controller: Controller,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.format(name="waited"))
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env["TRAINJOB_BACKEND"] = "kubernetes"  # the env var selects the backend as --backend does
+    env["KUBECONFIG"] = str(control_plane.kubeconfig)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainjob.cli", "run", "-f", str(job), "-n", namespace, "--wait"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        wait_for(lambda: kube.get_or_none(r.JOBSETS, "waited", namespace), 30, what="JobSet")
+        make_pod(kube, namespace, "waited", 0, "Failed", exit_code=2)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        condition = {
+            "type": "Failed",
+            "status": "True",
+            "reason": "FailedJobs",
+            "message": "jobset failed due to one or more job failures",
+            "lastTransitionTime": now,
+        }
+        kube.patch_status(r.JOBSETS, "waited", namespace, {"conditions": [condition]})
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, stdout + stderr
+    assert stdout == "trainjob.trainer.kubeflow.org/waited created\n"
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: trainjob.trainer.kubeflow.org/waited Failed")
+    assert "FailedJobs: jobset failed due to one or more job failures; node-0: Error" in last
