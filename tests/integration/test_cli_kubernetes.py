@@ -257,3 +257,19 @@ def test_run_wait_ends_with_the_cluster_s_verdict(
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("error: trainjob.trainer.kubeflow.org/waited Failed")
     assert "FailedJobs: jobset failed due to one or more job failures; node-0: Error" in last
+
+
+def test_field_errors_are_found_before_anything_is_sent(
+    control_plane: ControlPlane, kube: Client, torch_runtime: str, namespace: str, tmp_path: Path
+) -> None:
+    # the torch runtime reserves PET_* envs: the runtime is read from the cluster and the
+    # TrainJob checked against it here, so even a cluster without trainjob's webhook is spared it
+    job = tmp_path / "reserved.yaml"
+    job.write_text(
+        JOB.format(name="reserved") + "    env:\n      - name: PET_NNODES\n        value: '3'\n"
+    )
+    ran = cli(control_plane, "run", "-f", str(job), "-n", namespace)
+    assert ran.returncode == 1
+    assert ran.stderr.startswith('The TrainJob "reserved" is invalid: spec.trainer.env'), ran.stderr
+    assert "PET_NNODES" in ran.stderr and "Traceback" not in ran.stderr
+    assert kube.get_or_none(r.TRAINJOBS, "reserved", namespace) is None

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 from trainjob.api import constants as c
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
-from trainjob.errors import NotFoundError, TrainJobError
+from trainjob.errors import InvalidError, NotFoundError, TrainJobError
 from trainjob.local import state as st
 
 FIELD_MANAGER = "trainjob-cli"
@@ -160,6 +160,8 @@ class ClusterJobs:
         return self.kube.get_or_none(self.r.TRAINJOBS, name, namespace) is not None
 
     def submit(self, trainjob: TrainJob, runtimes: Sequence[Runtime] = ()) -> TrainJob:
+        """Check as the admission webhook would, apply the given runtimes, create the TrainJob."""
+        self.check(trainjob, runtimes)
         for rt in runtimes:
             obj = rt.to_dict()
             if isinstance(rt, TrainingRuntime):
@@ -170,6 +172,29 @@ class ClusterJobs:
         ns = trainjob.metadata.namespace or self.default_namespace
         created = self.kube.create(self.r.TRAINJOBS, trainjob.to_dict(), ns)
         return _trainjob(created)
+
+    def check(self, trainjob: TrainJob, runtimes: Sequence[Runtime] = ()) -> None:
+        """Field errors before anything is sent: the same rules as trainjob's admission webhook,
+        against the runtime from the files or the cluster (when neither has it, the cluster
+        says so), so a cluster without trainjob's webhook refuses nothing silently."""
+        from trainjob.runtime import validate
+
+        ns = trainjob.metadata.namespace or self.default_namespace
+        ref = trainjob.spec.runtime_ref
+        kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
+        runtime: Runtime | None = next(
+            (rt for rt in runtimes if rt.kind == kind and rt.metadata.name == ref.name), None
+        )
+        if runtime is None:
+            cluster = kind == c.CLUSTER_TRAINING_RUNTIME_KIND
+            res = self.r.CLUSTER_TRAINING_RUNTIMES if cluster else self.r.TRAINING_RUNTIMES
+            found = self.kube.get_or_none(res, ref.name, None if cluster else ns)
+            parsed = parse(found) if found is not None else None
+            if isinstance(parsed, ClusterTrainingRuntime | TrainingRuntime):
+                runtime = parsed
+        errors = validate(trainjob, runtime)
+        if errors:
+            raise InvalidError(errors, f"{c.TRAINJOB_KIND}.{c.GROUP}", trainjob.metadata.name or "")
 
     def get(self, name: str, namespace: str) -> TrainJob:
         return _trainjob(self.kube.get(self.r.TRAINJOBS, name, namespace))
