@@ -258,6 +258,11 @@ def test_run_wait_ends_with_the_cluster_s_verdict(
     assert last.startswith("error: trainjob.trainer.kubeflow.org/waited Failed")
     assert "FailedJobs: jobset failed due to one or more job failures; node-0: Error" in last
 
+    # a pod that never left Pending, of a job that has ended: logs -f returns instead of waiting
+    kube.create(r.PODS, pod("waited", 1, "Pending")[0], namespace)
+    followed = cli(control_plane, "logs", "waited", "--step", "node-1", "-f", "-n", namespace)
+    assert followed.returncode == 0 and "Traceback" not in followed.stderr, followed.stderr
+
 
 def test_field_errors_are_found_before_anything_is_sent(
     control_plane: ControlPlane, kube: Client, torch_runtime: str, namespace: str, tmp_path: Path

@@ -287,6 +287,9 @@ class ClusterJobs:
             pod = max(found, key=lambda p: _meta(p).get("creationTimestamp", ""))
             if not follow or pod_state(pod).phase != st.POD_PENDING:
                 break
+            if self.state(name, namespace).finished:  # a pod that never started: say why now
+                follow = False
+                break
             time.sleep(POLL)
         containers = [ctr.get("name") for ctr in (pod.get("spec") or {}).get("containers") or ()]
         container = job if job in containers else (containers[0] if containers else None)
