@@ -278,3 +278,55 @@ def test_field_errors_are_found_before_anything_is_sent(
     assert ran.stderr.startswith('The TrainJob "reserved" is invalid: spec.trainer.env'), ran.stderr
     assert "PET_NNODES" in ran.stderr and "Traceback" not in ran.stderr
     assert kube.get_or_none(r.TRAINJOBS, "reserved", namespace) is None
+
+
+def test_run_follow_of_a_job_that_fails_before_any_pod_ends_with_the_reason(
+    control_plane: ControlPlane,
+    kube: Client,
+    controller: Controller,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.format(name="nopods"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainjob.cli",
+            "--backend",
+            "kubernetes",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "run",
+            "-f",
+            str(job),
+            "-n",
+            namespace,
+            "--follow",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: kube.get_or_none(r.JOBSETS, "nopods", namespace), 30, what="JobSet")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        failed = {
+            "type": "Failed",
+            "status": "True",
+            "reason": "FailedJobs",
+            "message": "jobset failed due to one or more job failures",
+            "lastTransitionTime": now,
+        }
+        kube.patch_status(r.JOBSETS, "nopods", namespace, {"conditions": [failed]})
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, stdout + stderr
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: trainjob.trainer.kubeflow.org/nopods Failed")
+    ), stderr
+    assert "nopods: Created" in stderr  # progress while no pod exists

@@ -343,11 +343,17 @@ def run_command(
     for tj in submitted:
         name, ns = tj.metadata.name or "", namespace_of(ex, tj.metadata.namespace)
         if follow:
-            job, index, job_index = default_step(watch(ex, name, ns, True, lambda s: bool(s.pods)))
-            # Progress while the steps before it (initializers) run.
-            watch(ex, name, ns, until=_started(job, index, job_index))
-            for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
-                _echo(line, flush=True)
+            # Locally the pods exist at once; a cluster's JobSet creates them (progress meanwhile),
+            # or the job ends without any (a runtime it cannot find): then there is no log.
+            first = watch(
+                ex, name, ns, not isinstance(ex, ClusterJobs), lambda s: bool(s.pods) or s.finished
+            )
+            if first.pods:
+                job, index, job_index = default_step(first)
+                # Progress while the steps before it (initializers) run.
+                watch(ex, name, ns, until=_started(job, index, job_index))
+                for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
+                    _echo(line, flush=True)
             finish(watch(ex, name, ns, quiet=True))
         elif wait:
             finish(watch(ex, name, ns))
