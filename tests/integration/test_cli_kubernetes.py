@@ -154,6 +154,10 @@ def test_run_get_describe_suspend_resume_delete_on_the_cluster(
     row = got.stdout.splitlines()[1].split()
     assert row[:2] == ["ddp", "Running"] and row[6] == "2026-11-30T01:00:00Z", got.stdout
 
+    everywhere = cli(control_plane, "get", "jobs", "-A").stdout.splitlines()
+    assert everywhere[0].split()[:2] == ["NAMESPACE", "NAME"]
+    assert [namespace, "ddp", "Running"] in [row.split()[:3] for row in everywhere[1:]]
+
     described = cli(control_plane, "describe", "job", "ddp", "-n", namespace)
     assert described.returncode == 0, described.stderr
     text = described.stdout

@@ -222,10 +222,38 @@ class ClusterJobs:
         return job_state(trainjob, jobset, self._pods(name, namespace))
 
     def states(self, namespace: str | None = None) -> builtins.list[st.JobState]:
-        return [
-            self.state(_meta(o).get("name", ""), _meta(o).get("namespace", ""))
-            for o in self._trainjobs(namespace)
-        ]
+        """Every TrainJob's state from three list calls (TrainJobs, JobSets, their pods), not
+        three calls a job: ``get jobs`` stays one round of requests on a busy cluster."""
+        trainjobs = self._trainjobs(namespace)
+        jobsets: dict[tuple[str, str], Obj] = {
+            _key(o): o for o in self._all(self.r.JOBSETS, namespace, optional=True)
+        }
+        pods: dict[tuple[str, str], builtins.list[Obj]] = {}
+        for p in self._all(self.r.PODS, namespace, label_selector=LABEL_JOBSET):
+            owner = (_meta(p).get("namespace", ""), (_meta(p).get("labels") or {})[LABEL_JOBSET])
+            pods.setdefault(owner, []).append(p)
+        return [job_state(o, jobsets.get(_key(o)), pods.get(_key(o), [])) for o in trainjobs]
+
+    def _all(
+        self,
+        res: Any,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        optional: bool = False,
+    ) -> builtins.list[Obj]:
+        """Every object of ``res`` in ``namespace`` (None: all); [] for a type the cluster does not
+        serve when ``optional`` (no JobSet CRD yet)."""
+        from trainjob.kube.errors import NotFound
+
+        params = {"labelSelector": label_selector} if label_selector else None
+        try:
+            found = self.kube.request("GET", res.path(namespace), params=params)
+        except NotFound:
+            if optional:
+                return []
+            raise
+        return list(found.get("items") or [])
 
     def events(self, name: str, namespace: str) -> builtins.list[st.Event]:
         pods = {_meta(p).get("name", "") for p in self._pods(name, namespace)}
@@ -317,6 +345,10 @@ class ClusterJobs:
                 if isinstance(rt, ClusterTrainingRuntime | TrainingRuntime):
                     found.append(rt)
         return found
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    return _meta(obj).get("namespace", ""), _meta(obj).get("name", "")
 
 
 def _step(p: st.PodState) -> str:
