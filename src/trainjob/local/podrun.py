@@ -37,6 +37,15 @@ _TAIL = 65536
 _LONGEST = 300
 
 
+TORCH_EXIT_ABORT = "terminate called without an active exception"
+TORCH_EXIT_HINT = (
+    f"{TORCH_EXIT_ABORT}: torch 2.15 aborted at interpreter exit, after the script's last line "
+    "(a gloo thread; trainjob.trainers.gloo_exit.register() prevents it: see docs/local-backend.md)"
+)
+"""A rank's last words when torch 2.15 aborts a finished DDP run (trainjob.trainers.gloo_exit),
+and what the failed pod says instead, so its message names the cause and the fix."""
+
+
 def log_says(log: Path) -> str:
     """What a failed container's log says went wrong, as kubelet's FallbackToLogsOnError would.
 
@@ -56,6 +65,8 @@ def log_says(log: Path) -> str:
     lines = [ln for ln in lines if ln.strip("=-_*#~ ")]
     errors = [ln for ln in lines if _EXCEPTION.match(ln)]
     said = (errors or lines or [""])[-1]
+    if said == TORCH_EXIT_ABORT:
+        return TORCH_EXIT_HINT
     return said if len(said) <= _LONGEST else said[: _LONGEST - 3] + "..."
 
 

@@ -360,6 +360,14 @@ TORCHRUN_NO_FILE = TORCHRUN_TAIL.replace(
             "mpirun noticed that process rank 1 exited on signal 9 (Killed).",
             id="no exception: the last line that is not a rule",
         ),
+        pytest.param(
+            "epoch 2 rank 1/2 loss 1.99\n"
+            "terminate called without an active exception\n"
+            "E1130 00:29:38.506000 11945 torch/distributed/elastic/multiprocessing/api.py:1002] "
+            "failed (exitcode: -6) local_rank: 0 (pid: 11954) of binary: /venv/bin/python\n",
+            podrun.TORCH_EXIT_HINT,
+            id="torch 2.15's abort at exit: the cause and the fix",
+        ),
         pytest.param("", "", id="an empty log"),
         pytest.param("E" * 400 + "\n", "E" * 297 + "...", id="a long line is cut"),
     ],
