@@ -69,6 +69,9 @@ def test_the_use_commands_run_in_order_and_show_what_their_comments_say(tmp_path
     described = said["trainjob describe job torch-ddp"]
     assert "Conditions:" in described and "Steps:" in described and "Events:" in described
     assert "allreduce ok rank=2 sum=6 world=4" in said["trainjob logs torch-ddp --step node-1 -f"]
+    every = said["trainjob logs torch-ddp --all-steps"].splitlines()
+    assert "[node-0] allreduce ok rank=0 sum=6 world=4" in every
+    assert "[node-1] allreduce ok rank=3 sum=6 world=4" in every
     assert "trainjob.trainer.kubeflow.org/torch-ddp deleted" in said["trainjob delete torch-ddp"]
     assert "torch-distributed" in said["trainjob get runtimes"]
     lora = said["trainjob run -f examples/llm-lora.yaml --follow"]

@@ -17,8 +17,10 @@ Registered on :data:`trainjob.cli.app`; every command is a thin layer over
 from __future__ import annotations
 
 import json
+import queue
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from enum import StrEnum
@@ -585,18 +587,68 @@ def logs_command(
             "--step", help="The step (pod): node-0, node-1, dataset-initializer, launcher-0."
         ),
     ] = None,
+    all_steps: Annotated[
+        bool,
+        typer.Option(
+            "--all-steps",
+            help="Every step's log, each line prefixed with [step] (like kubectl logs --prefix).",
+        ),
+    ] = False,
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Stream new lines until the step ends.")
     ] = False,
 ) -> None:
-    """Print the logs of one step of a TrainJob (default: the trainer's first)."""
+    """Print the logs of one step of a TrainJob (default: the trainer's first), or of all."""
+    if step and all_steps:
+        raise TrainJobError("--step and --all-steps select different logs: use one of them")
     ex = executor()
     namespace = namespace_of(ex, namespace)
     s = ex.state(name, namespace)
+    if all_steps:
+        _all_logs(ex, s, follow)
+        return
     known = [(p.job, p.index, p.job_index) for p in s.pods]
     job, index, job_index = parse_step(step, known) if step else default_step(s)
     for line in ex.logs(name, namespace, job, index, follow=follow, job_index=job_index):
         _echo(line, flush=follow)
+
+
+def _all_logs(ex: Jobs, s: JobState, follow: bool) -> None:
+    """Every pod's log with a ``[step]`` prefix: one after the other, or with ``follow`` as the
+    lines come, each pod read by its own thread and backend (a pod still pending is waited for)."""
+    pods = [p for p in s.pods if not p.message.startswith("not run locally")]
+    if not follow:
+        for p in pods:
+            prefix = f"[{step_name(p.job, p.index, p.job_index)}] "
+            for line in ex.logs(s.name, s.namespace, p.job, p.index, job_index=p.job_index):
+                _echo(prefix + line)
+        return
+    lines: queue.Queue[str | BaseException | None] = queue.Queue()
+
+    def read(p: st.PodState) -> None:
+        prefix = f"[{step_name(p.job, p.index, p.job_index)}] "
+        try:
+            own = executor()  # one per thread: the local store's connection stays in its thread
+            for line in own.logs(
+                s.name, s.namespace, p.job, p.index, follow=True, job_index=p.job_index
+            ):
+                lines.put(prefix + line)
+        except BaseException as e:  # handed to the main thread, which raises it
+            lines.put(e)
+        finally:
+            lines.put(None)
+
+    for p in pods:
+        threading.Thread(target=read, args=(p,), name=f"logs-{p.name}", daemon=True).start()
+    running = len(pods)
+    while running:
+        item = lines.get()
+        if item is None:
+            running -= 1
+        elif isinstance(item, BaseException):
+            raise item
+        else:
+            _echo(item, flush=True)
 
 
 def _each(names: list[str], namespace: str | None, action: str, done: str) -> None:
