@@ -143,13 +143,15 @@ def is_ours(event: Mapping[str, Any], name: str, pods: set[str]) -> bool:
 class ClusterJobs:
     """The job commands' backend on a cluster (see the module docstring)."""
 
-    def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
+    def __init__(
+        self, kubeconfig: str | None = None, context: str | None = None, *, kube: Any = None
+    ) -> None:
         # imported here: the local commands do not pay for the HTTP client
         from trainjob.kube import Client
         from trainjob.kube import resources as r
 
         self.r: ModuleType = r
-        self.kube: Client = Client.from_config(kubeconfig, context)
+        self.kube: Client = kube if kube is not None else Client.from_config(kubeconfig, context)
 
     @property
     def default_namespace(self) -> str:
@@ -293,7 +295,8 @@ class ClusterJobs:
         *,
         job_index: int = 0,
     ) -> Iterator[str]:
-        """One pod's log; with ``follow``, waits for the pod to leave Pending, then streams it."""
+        """One pod's log; with ``follow``, waits for the pod to leave Pending, then streams it,
+        and goes on with the pod that takes over the step (:meth:`_successor`)."""
         while True:
             pods = self._pods(name, namespace)
             found = [
@@ -319,9 +322,51 @@ class ClusterJobs:
                 follow = False
                 break
             time.sleep(POLL)
-        containers = [ctr.get("name") for ctr in (pod.get("spec") or {}).get("containers") or ()]
-        container = job if job in containers else (containers[0] if containers else None)
-        return self.kube.logs(_meta(pod)["name"], namespace, container=container, follow=follow)
+        if not follow:
+            return self.kube.logs(_meta(pod)["name"], namespace, container=_container(pod, job))
+        return self._follow(name, namespace, (job, index, job_index), pod)
+
+    def _follow(
+        self, name: str, namespace: str, step: tuple[str, int, int], pod: Obj
+    ) -> Iterator[str]:
+        """Stream ``pod``'s log, then the log of each pod that takes over the step."""
+        followed: set[str] = set()
+        current: Obj | None = pod
+        while current is not None:
+            followed.add(_meta(current)["name"])
+            yield from self.kube.logs(
+                _meta(current)["name"],
+                namespace,
+                container=_container(current, step[0]),
+                follow=True,
+            )
+            current = self._successor(name, namespace, step, _meta(current)["name"], followed)
+
+    def _successor(
+        self, name: str, namespace: str, step: tuple[str, int, int], ended: str, followed: set[str]
+    ) -> Obj | None:
+        """After a followed log ended: the pod that takes over the step, once it runs (a Job's
+        retry of a failed pod, or the new pods of a JobSet restart, which deletes the old ones);
+        None when the step is over (the pod succeeded, or its stream closed while it still runs,
+        where kubectl stops too) or the job has finished."""
+        while True:
+            pod = self.kube.get_or_none(self.r.PODS, ended, namespace)
+            replaced = pod is None or bool(_meta(pod).get("deletionTimestamp"))
+            if not replaced and pod_state(pod or {}).phase != st.POD_FAILED:
+                return None
+            newer = [
+                p
+                for p in self._pods(name, namespace)
+                if _step_of(pod_state(p)) == step
+                and _meta(p).get("name") not in followed
+                and pod_state(p).phase != st.POD_PENDING
+                and not _meta(p).get("deletionTimestamp")
+            ]
+            if newer:
+                return max(newer, key=lambda p: _meta(p).get("creationTimestamp", ""))
+            if self.state(name, namespace).finished:
+                return None
+            time.sleep(POLL)
 
     def suspend(self, name: str, namespace: str) -> TrainJob:
         return self._set_suspend(name, namespace, True)
@@ -345,6 +390,16 @@ class ClusterJobs:
                 if isinstance(rt, ClusterTrainingRuntime | TrainingRuntime):
                     found.append(rt)
         return found
+
+
+def _container(pod: Mapping[str, Any], job: str) -> str | None:
+    """The container whose log a step shows: the one named like the step's job, else the first."""
+    names = [ctr.get("name") for ctr in (pod.get("spec") or {}).get("containers") or ()]
+    return job if job in names else (str(names[0]) if names else None)
+
+
+def _step_of(p: st.PodState) -> tuple[str, int, int]:
+    return p.job, p.index, p.job_index
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:

@@ -1,0 +1,140 @@
+"""cli/cluster's ``logs -f``: after a followed pod's log ends, the pod that takes over the step.
+
+Pod logs come from a kubelet, and no kubelet can run here (the test control plane has none: its
+apiserver serves an empty log), so this test talks to a stand-in for the API: an in-memory set of
+pods whose log streams change the cluster when they end, as a JobSet restart or a Job's retry
+would. What it pins is the rule in ``ClusterJobs._successor``; the integration tests
+(tests/integration/test_cli_kubernetes.py) run the rest against a real apiserver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from trainjob.cli import cluster
+from trainjob.cli.cluster import ClusterJobs
+from trainjob.kube import resources as r
+
+
+def pod(name: str, phase: str, attempt: int = 0, created: str = "2026-11-30T01:00:00Z") -> dict:
+    return {
+        "metadata": {
+            "name": name,
+            "creationTimestamp": created,
+            "labels": {
+                "jobset.sigs.k8s.io/jobset-name": "tj",
+                "jobset.sigs.k8s.io/replicatedjob-name": "node",
+                "batch.kubernetes.io/job-completion-index": "0",
+                "jobset.sigs.k8s.io/restart-attempt": str(attempt),
+            },
+        },
+        "spec": {"containers": [{"name": "node"}]},
+        "status": {"phase": phase},
+    }
+
+
+class StandIn:
+    """The few API calls ClusterJobs makes, over in-memory pods; ``after[name]`` runs when that
+    pod's log stream ends."""
+
+    def __init__(self, pods: list[dict], logs: dict[str, list[str]]) -> None:
+        self.pods = {p["metadata"]["name"]: p for p in pods}
+        self.lines = logs
+        self.after: dict[str, Callable[[], None]] = {}
+        self.finished = False
+
+    def get(self, res: Any, name: str, ns: str | None = None) -> dict:
+        assert res is r.TRAINJOBS
+        done = [{"type": "Complete", "status": "True"}] if self.finished else []
+        return {"metadata": {"name": name, "namespace": ns}, "status": {"conditions": done}}
+
+    def get_or_none(self, res: Any, name: str, ns: str | None = None) -> dict | None:
+        return self.pods.get(name) if res is r.PODS else None
+
+    def list(self, res: Any, ns: str | None = None, **_: Any) -> dict:
+        assert res is r.PODS
+        return {"items": list(self.pods.values())}
+
+    def logs(self, name: str, ns: str | None = None, **kw: Any) -> Iterator[str]:
+        assert kw == {"container": "node", "follow": True}
+        yield from self.lines.get(name, [])
+        self.after.pop(name, lambda: None)()
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster, "POLL", 0.0)
+
+
+def follow(api: StandIn) -> list[str]:
+    return list(ClusterJobs(kube=api).logs("tj", "ns", "node", 0, follow=True))
+
+
+def test_a_jobset_restart_hands_over_to_the_new_pod() -> None:
+    api = StandIn([pod("a", "Running")], {"a": ["a1", "a2"], "b": ["b1"]})
+
+    def restart() -> None:  # the JobSet deletes the pods and creates them again
+        del api.pods["a"]
+        api.pods["b"] = pod("b", "Running", attempt=1, created="2026-11-30T01:05:00Z")
+        api.after["b"] = lambda: api.pods["b"]["status"].update(phase="Succeeded")
+
+    api.after["a"] = restart
+    assert follow(api) == ["a1", "a2", "b1"]
+
+
+def test_a_failed_pod_is_followed_by_the_job_s_retry_once_it_runs() -> None:
+    api = StandIn([pod("a", "Running")], {"a": ["boom"], "b": ["again", "ok"]})
+    polls = 0
+
+    def failed() -> None:
+        api.pods["a"]["status"]["phase"] = "Failed"
+        api.pods["b"] = pod("b", "Pending", created="2026-11-30T01:01:00Z")
+
+    real_list = api.list
+
+    def listing(res: Any, ns: str | None = None, **kw: Any) -> dict:
+        nonlocal polls
+        polls += 1
+        if polls == 2:  # the retry starts running while we wait
+            api.pods["b"]["status"]["phase"] = "Running"
+        return real_list(res, ns, **kw)
+
+    api.list = listing  # type: ignore[method-assign]
+    api.after["a"] = failed
+    api.after["b"] = lambda: api.pods["b"]["status"].update(phase="Succeeded")
+    assert follow(api) == ["boom", "again", "ok"]
+
+
+def test_a_pod_that_succeeded_ends_the_follow_without_looking_further() -> None:
+    api = StandIn([pod("a", "Running")], {"a": ["done"]})
+    api.after["a"] = lambda: api.pods["a"]["status"].update(phase="Succeeded")
+    listed = 0
+    real_list = api.list
+
+    def listing(res: Any, ns: str | None = None, **kw: Any) -> dict:
+        nonlocal listed
+        listed += 1
+        return real_list(res, ns, **kw)
+
+    api.list = listing  # type: ignore[method-assign]
+    assert follow(api) == ["done"]
+    assert listed == 1  # the step's pod was looked up once; no successor was searched for
+
+
+def test_a_stream_that_closes_while_the_pod_runs_ends_the_follow_as_kubectl_does() -> None:
+    api = StandIn([pod("a", "Running")], {"a": ["partial"]})
+    assert follow(api) == ["partial"]
+
+
+def test_a_failed_pod_with_no_retry_ends_when_the_job_finishes() -> None:
+    api = StandIn([pod("a", "Running")], {"a": ["boom"]})
+
+    def failed() -> None:
+        api.pods["a"]["status"]["phase"] = "Failed"
+        api.finished = True
+
+    api.after["a"] = failed
+    assert follow(api) == ["boom"]
