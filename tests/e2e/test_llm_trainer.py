@@ -179,10 +179,16 @@ def test_full_fine_tune_on_one_device_saves_a_model_transformers_loads(
     print(f"full loss: epoch 1 mean {first:.4f} -> epoch 3 mean {last:.4f}")
     assert last < first
     assert (out / "model.safetensors").is_file() and (out / "config.json").is_file()
+    # a checkpoint per epoch but the last, under torchtune's names; they load too
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["epoch_0", "epoch_1"]
+    assert f"saved epoch 2 full model (safetensors) to {out / 'epoch_1'}" in proc.stdout
+    epoch_1 = AutoModelForCausalLM.from_pretrained(str(out / "epoch_1"))
     tuned = AutoModelForCausalLM.from_pretrained(str(out))
     base = AutoModelForCausalLM.from_pretrained(str(workspace / "model"))
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     assert (logits(tuned, tokenizer) - logits(base, tokenizer)).abs().max() > 1e-4
+    # the last epoch still moved the weights after epoch 2's checkpoint
+    assert (logits(tuned, tokenizer) - logits(epoch_1, tokenizer)).abs().max() > 1e-6
 
 
 def test_use_dora_trains_a_dora_adapter_with_gradient_accumulation(

@@ -1,4 +1,7 @@
-"""What a finished run leaves in ``output_dir``: a loadable model or a peft adapter.
+"""What a run leaves in ``output_dir``: a loadable model or a peft adapter.
+
+After each epoch but the last, ``output_dir/epoch_N/`` (N from 0, as torchtune names them) gets
+that epoch's; the finished run's goes in ``output_dir`` itself.
 
 Full fine-tuning saves the whole model with ``save_pretrained`` (config.json + safetensors) and
 the tokenizer, so ``AutoModelForCausalLM.from_pretrained(output_dir)`` loads it; LoRA and DoRA

@@ -208,6 +208,11 @@ def _train(
             if step >= steps:
                 break
         log(format_epoch(epoch + 1, cfg.epochs, epoch_losses, time.monotonic() - epoch_start), rank)
+        if rank == 0 and epoch + 1 < cfg.epochs:
+            # torchtune's layout: a checkpoint per epoch, so a run stopped later keeps its progress
+            where = os.path.join(cfg.output_dir, f"epoch_{epoch}")
+            checkpoint.save(net, tokenizer, rec.method, where)
+            log(f"saved epoch {epoch + 1} {checkpoint.describe(rec.method)} to {where}", rank)
     if distributed:
         dist.barrier()
     if rank == 0:
