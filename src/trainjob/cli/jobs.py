@@ -120,6 +120,14 @@ class Columns:
             lines.append((self.indent + "   ".join(cells)).rstrip())
         return "\n".join(lines)
 
+    def widths(self) -> list[int]:
+        return [max(len(r[i]) for r in self.rows) for i in range(len(self.rows[0]))]
+
+    def line(self, cells: list[str], widths: list[int]) -> str:
+        """One more row in columns of at least ``widths`` (what ``kubectl get -w`` prints)."""
+        padded = [c.ljust(w) for c, w in zip(cells, widths, strict=True)]
+        return (self.indent + "   ".join(padded)).rstrip()
+
 
 def _table(*headers: str, indent: str = "") -> Columns:
     return Columns(*headers, indent=indent)
@@ -426,6 +434,12 @@ def get_jobs(
         bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
     ] = False,
     output: OutputFormat = None,
+    watch_: Annotated[
+        bool,
+        typer.Option(
+            "--watch", "-w", help="After the list, print a job's row again when it changes."
+        ),
+    ] = False,
 ) -> None:
     """List TrainJobs: NAME STATUS RUNTIME NODES RESTARTS AGE."""
     ex = executor()
@@ -434,11 +448,38 @@ def get_jobs(
     jobs = [ex.get(n, namespace) for n in names] if names else ex.list(ns)
     if _printed_as_objects(jobs, output, lambda j: f"{RESOURCE}/{j.metadata.name}"):
         return
-    if not jobs:
+    if not jobs and not watch_:
         where = "any namespace" if ns is None else f"{ns} namespace"
         err.print(f"No resources found in {where}.")
         return
-    _print(jobs_table(ex, ns, names or [], output is Output.wide))
+    table = jobs_table(ex, ns, names or [], output is Output.wide)
+    _print(table)
+    if watch_:
+        _watch_rows(ex, ns, names or [], output is Output.wide, table)
+
+
+def _watch_rows(ex: Jobs, ns: str | None, names: list[str], wide: bool, first: Columns) -> None:
+    """``kubectl get -w``: a job's row again whenever its status or restarts change (new
+    jobs too), in the first table's columns, until Ctrl-C (which ends it quietly)."""
+    widths = first.widths()
+    ident = 2 if ns is None else 1  # [NAMESPACE] NAME: which job a row is
+
+    def shown(row: list[str]) -> tuple[str, ...]:
+        return (row[ident], row[ident + 3])  # STATUS and RESTARTS: a change worth a row
+
+    last = {tuple(r[:ident]): shown(r) for r in first.rows[1:]}
+    pause = 1.0 if isinstance(ex, ClusterJobs) else 0.5
+    try:
+        while True:
+            time.sleep(pause)
+            for row in jobs_table(ex, ns, names, wide).rows[1:]:
+                job = tuple(row[:ident])
+                if last.get(job) != shown(row):
+                    last[job] = shown(row)
+                    widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+                    _echo(first.line(row, widths), flush=True)
+    except KeyboardInterrupt:
+        return
 
 
 for alias in ("job", "trainjob", "trainjobs"):
