@@ -7,12 +7,10 @@ after the other); afterwards the same command prints node by node.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.e2e.cli import trainjob
 
 pytestmark = pytest.mark.e2e
 
@@ -36,19 +34,6 @@ spec:
         time.sleep(8)  # room for the logs command to start before the last lines
         print("end", rank, flush=True)
 """
-
-
-def trainjob(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
-    env["TRAINJOB_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "trainjob.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_all_steps_followed_side_by_side_then_printed_step_by_step(tmp_path: Path) -> None:

@@ -6,12 +6,10 @@ so ``run`` does too (saying how to proceed) unless ``--replace`` asks to delete 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.e2e.cli import trainjob
 
 pytestmark = pytest.mark.e2e
 
@@ -26,18 +24,6 @@ spec:
   trainer:
     command: ["python", "-c", "import os; print('hello from', os.environ['PET_NODE_RANK'])"]
 """
-
-
-def trainjob(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRAINJOB_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "trainjob.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_run_twice_refuses_then_replace_runs_again(tmp_path: Path) -> None:

@@ -7,14 +7,13 @@ ends the watch quietly, as kubectl's does.
 from __future__ import annotations
 
 import itertools
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from tests.e2e.cli import CLI, local_env, trainjob
 
 pytestmark = pytest.mark.e2e
 
@@ -33,16 +32,14 @@ spec:
 
 
 def test_get_jobs_watch_prints_each_change_until_ctrl_c(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
-    env["TRAINJOB_HOME"] = str(tmp_path / "home")
+    home = tmp_path / "home"
     job = tmp_path / "job.yaml"
     job.write_text(JOB)
-    cli = [sys.executable, "-m", "trainjob.cli"]
-    ran = subprocess.run([*cli, "run", "-f", str(job)], env=env, capture_output=True, timeout=60)
+    ran = trainjob(home, "run", "-f", str(job))
     assert ran.returncode == 0, ran.stderr
     watch = subprocess.Popen(
-        [*cli, "get", "jobs", "-w"],
-        env=env,
+        [*CLI, "get", "jobs", "-w"],
+        env=local_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -50,9 +47,7 @@ def test_get_jobs_watch_prints_each_change_until_ctrl_c(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            table = subprocess.run(
-                [*cli, "get", "jobs", "watched"], env=env, capture_output=True, text=True
-            )
+            table = trainjob(home, "get", "jobs", "watched")
             if table.stdout.splitlines()[-1].split()[1] == "Complete":
                 break
             time.sleep(0.5)

@@ -43,11 +43,29 @@ spec:
 """
 
 
+def cli_env(plane: ControlPlane) -> dict[str, str]:
+    """This environment without a cluster or backend choice, and a store of the test's own."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env["TRAINJOB_HOME"] = str(Path(plane.kubeconfig).parent / "cli-home")
+    return env
+
+
+def fail_jobset(kube: Client, name: str, namespace: str) -> None:
+    """Write the Failed condition the JobSet controller would, once a Job has failed."""
+    failed = {
+        "type": "Failed",
+        "status": "True",
+        "reason": "FailedJobs",
+        "message": "jobset failed due to one or more job failures",
+        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    kube.patch_status(r.JOBSETS, name, namespace, {"conditions": [failed]})
+
+
 def cli(
     plane: ControlPlane, *args: str, backend: str = "kubernetes"
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
-    env["TRAINJOB_HOME"] = str(Path(plane.kubeconfig).parent / "cli-home")
+    env = cli_env(plane)
     return subprocess.run(
         [
             sys.executable,
@@ -231,7 +249,7 @@ def test_run_wait_ends_with_the_cluster_s_verdict(
 ) -> None:
     job = tmp_path / "job.yaml"
     job.write_text(JOB.format(name="waited"))
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env = cli_env(control_plane)
     env["TRAINJOB_BACKEND"] = "kubernetes"  # the env var selects the backend as --backend does
     env["KUBECONFIG"] = str(control_plane.kubeconfig)
     proc = subprocess.Popen(
@@ -244,15 +262,7 @@ def test_run_wait_ends_with_the_cluster_s_verdict(
     try:
         wait_for(lambda: kube.get_or_none(r.JOBSETS, "waited", namespace), 30, what="JobSet")
         make_pod(kube, namespace, "waited", 0, "Failed", exit_code=2)
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        condition = {
-            "type": "Failed",
-            "status": "True",
-            "reason": "FailedJobs",
-            "message": "jobset failed due to one or more job failures",
-            "lastTransitionTime": now,
-        }
-        kube.patch_status(r.JOBSETS, "waited", namespace, {"conditions": [condition]})
+        fail_jobset(kube, "waited", namespace)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
@@ -312,18 +322,11 @@ def test_run_follow_of_a_job_that_fails_before_any_pod_ends_with_the_reason(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=cli_env(control_plane),
     )
     try:
         wait_for(lambda: kube.get_or_none(r.JOBSETS, "nopods", namespace), 30, what="JobSet")
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        failed = {
-            "type": "Failed",
-            "status": "True",
-            "reason": "FailedJobs",
-            "message": "jobset failed due to one or more job failures",
-            "lastTransitionTime": now,
-        }
-        kube.patch_status(r.JOBSETS, "nopods", namespace, {"conditions": [failed]})
+        fail_jobset(kube, "nopods", namespace)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
