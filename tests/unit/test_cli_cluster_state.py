@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainjob.cli.cluster import is_ours, job_state, pod_state
+from trainjob.cli.cluster import job_state, pod_state
+from trainjob.client.backends.kubernetes import about_trainjob as is_ours
 
 
 def pod(job: str, index: int, phase: str, **status: Any) -> dict[str, Any]:

@@ -5,10 +5,10 @@
 ``logs``, ``suspend``, ``resume``, ``delete``, ``list_runtimes``), so every command prints the same
 tables for both backends. The TrainJob, its JobSet and its pods become the same
 :class:`~trainjob.local.state.JobState` the local store gives (:func:`job_state`, pure), events
-are the cluster's core events for the TrainJob, its JobSet, Jobs, PodGroup and pods, and logs are
-the pods' logs. ``run -f`` creates the TrainJobs (and server-side applies the runtimes given in the
-same files, as ``kubectl apply`` would) and leaves validation to the cluster's CRD rules and
-admission webhooks, whose errors come back as kubectl prints them.
+are the cluster's core events about the TrainJob (the SDK's rule), and logs are the pods' logs.
+``run -f`` checks each TrainJob against its runtime with the admission webhook's rules, then
+server-side applies the runtimes given in the same files (as ``kubectl apply`` would) and creates
+the TrainJobs; what the cluster still refuses comes back as kubectl prints it.
 """
 
 from __future__ import annotations
@@ -126,17 +126,6 @@ def job_state(
         reason=reason,
         message=message,
         pods=tuple(states),
-    )
-
-
-def is_ours(event: Mapping[str, Any], name: str, pods: set[str]) -> bool:
-    """Whether a core event is about the TrainJob ``name``, its JobSet, Jobs, PodGroup or pods."""
-    obj = event.get("involvedObject") or {}
-    kind, obj_name = obj.get("kind", ""), str(obj.get("name", ""))
-    return (
-        (kind in (c.TRAINJOB_KIND, "JobSet", "PodGroup") and obj_name == name)
-        or (kind == "Pod" and obj_name in pods)
-        or (kind in ("Job", "PodGroup") and obj_name.startswith(f"{name}-"))
     )
 
 
@@ -258,11 +247,13 @@ class ClusterJobs:
         return list(found.get("items") or [])
 
     def events(self, name: str, namespace: str) -> builtins.list[st.Event]:
+        from trainjob.client.backends.kubernetes import about_trainjob
+
         pods = {_meta(p).get("name", "") for p in self._pods(name, namespace)}
         found = self.kube.list(self.r.CORE_EVENTS, namespace).get("items") or []
         out = []
         for ev in found:
-            if not is_ours(ev, name, pods):
+            if not about_trainjob(ev, name, pods):
                 continue
             obj = ev.get("involvedObject") or {}
             when = (

@@ -22,7 +22,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -335,16 +335,10 @@ class KubernetesBackend(RuntimeBackend):
         items = found.get("items") or []
         out = []
         for ev in items:
+            if not about_trainjob(ev, name, pods):
+                continue
             obj = ev.get("involvedObject") or {}
             kind, obj_name = obj.get("kind", ""), obj.get("name", "")
-            ours = (
-                (kind in (c.TRAINJOB_KIND, "JobSet") and obj_name == name)
-                or (kind == "Pod" and obj_name in pods)
-                or (kind in ("Job", "PodGroup") and str(obj_name).startswith(f"{name}-"))
-                or (kind == "PodGroup" and obj_name == name)
-            )
-            if not ours:
-                continue
             when = (
                 ev.get("eventTime")
                 or ev.get("firstTimestamp")
@@ -375,6 +369,18 @@ class KubernetesBackend(RuntimeBackend):
 
     def close(self) -> None:
         self.kube.close()
+
+
+def about_trainjob(event: Mapping[str, Any], name: str, pods: Collection[str | None]) -> bool:
+    """Whether a core Event is about TrainJob ``name``: the TrainJob, its JobSet and PodGroup, its
+    Jobs and PodGroups (``name-...``) or one of its ``pods``. Shared with the CLI."""
+    obj = event.get("involvedObject") or {}
+    kind, obj_name = obj.get("kind", ""), str(obj.get("name", ""))
+    return (
+        (kind in (c.TRAINJOB_KIND, "JobSet", "PodGroup") and obj_name == name)
+        or (kind == "Pod" and obj_name in pods)
+        or (kind in ("Job", "PodGroup") and obj_name.startswith(f"{name}-"))
+    )
 
 
 def _message(e: kerrors.ApiError) -> str:
