@@ -337,7 +337,7 @@ def run_command(
     submitted: list[TrainJob] = []
     for tj in trainjobs:
         name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)
-        if replace and name and exists(ex, name, ns):
+        if replace and name and ex.exists(name, ns):
             ex.delete(name, ns)
             out.print(f"{RESOURCE}/{name} deleted")
             if isinstance(ex, ClusterJobs):
@@ -367,12 +367,6 @@ def run_command(
             finish(watch(ex, name, ns, quiet=True))
         elif wait:
             finish(watch(ex, name, ns))
-
-
-def exists(ex: Jobs, name: str, namespace: str) -> bool:
-    if isinstance(ex, ClusterJobs):
-        return ex.exists(name, namespace)
-    return ex.store.job(namespace, name) is not None
 
 
 def wait_gone(ex: ClusterJobs, name: str, namespace: str, timeout: float = 60.0) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dis
+import functools
 import inspect
 import os
 import textwrap
@@ -104,11 +105,12 @@ def ship(func: Any, func_args: dict[str, Any] | None) -> ShippedFunction:
     call = f"{func.__name__}()" if func_args is None else _call_line(func, what, func_args)
     return ShippedFunction(
         name=func.__name__,
-        script=f"{source}\n{_AT_EXIT}\n{call}\n",
+        script=f"{source}\n{_at_exit_block()}\n{call}\n",
         file_name=_file_name(func),
     )
 
 
+@functools.cache
 def _at_exit_block() -> str:
     """Source that, at exit, lets torch's gloo threads go idle (trainjob.trainers.gloo_exit).
 
@@ -124,7 +126,6 @@ def _at_exit_block() -> str:
 
 
 _SETTLE = "_trainjob_settle_gloo_workers"
-_AT_EXIT = _at_exit_block()
 
 
 def _describe(func: Any) -> str:

@@ -294,6 +294,10 @@ class LocalExecutor:
             text = text[: text.rindex("}")] + ', "status": ' + row.status + "}"
         return TrainJob.model_validate_json(text)
 
+    def exists(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> bool:
+        """Whether a TrainJob of that name is stored (running or finished)."""
+        return self.store.job(namespace, name) is not None
+
     def get(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """The stored TrainJob with its status (conditions, jobsStatus) as the cluster shows it."""
         return self._trainjob(self._row(name, namespace))
