@@ -76,7 +76,7 @@ def options(
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
-COMMAND_MODULES = ("plan", "jobs", "controller")
+COMMAND_MODULES = ("plan", "jobs", "controller", "crds")
 
 
 def _register() -> None:

@@ -91,6 +91,7 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 SERVICES = Resource("", "v1", "services", "Service")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_ROLES = Resource(RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False)
 CLUSTER_ROLE_BINDINGS = Resource(RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", False)
@@ -118,6 +119,7 @@ _BY_API_VERSION_KIND: dict[tuple[str, str], Resource] = {
         SERVICE_ACCOUNTS,
         SERVICES,
         DEPLOYMENTS,
+        POD_DISRUPTION_BUDGETS,
         CLUSTER_ROLES,
         CLUSTER_ROLE_BINDINGS,
         ROLES,

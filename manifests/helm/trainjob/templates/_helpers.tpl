@@ -12,3 +12,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 app.kubernetes.io/name: trainjob
 app.kubernetes.io/component: controller
 {{- end }}
+
+{{/* Labels that select the controller's Service (for the ServiceMonitor). */}}
+{{- define "trainjob.serviceSelectorLabels" -}}
+app.kubernetes.io/name: trainjob
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
