@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         KubernetesBackendConfig,
         LocalBackendConfig,
         LocalProcessBackendConfig,
+        TrainingRuntimeSource,
     )
     from trainjob.client.constants import (
         DATASET_PATH,
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
         TrainerCommand,
         TrainerEnvFrom,
         TrainingRuntimeSpecPatch,
+    )
+    from trainjob.client.tpu import (
+        get_tpu_num_nodes,
     )
     from trainjob.client.types import (
         BuiltinTrainer,
@@ -114,7 +118,9 @@ _LAZY: dict[str, str] = {
     "TrainerCommand": "trainjob.client.options",
     "TrainerEnvFrom": "trainjob.client.options",
     "TrainerType": "trainjob.client.types",
+    "TrainingRuntimeSource": "trainjob.client.config",
     "TrainingRuntimeSpecPatch": "trainjob.client.options",
+    "get_tpu_num_nodes": "trainjob.client.tpu",
 }
 
 __all__ = [
@@ -164,8 +170,10 @@ __all__ = [
     "TrainerCommand",
     "TrainerEnvFrom",
     "TrainerType",
+    "TrainingRuntimeSource",
     "TrainingRuntimeSpecPatch",
     "__version__",
+    "get_tpu_num_nodes",
 ]
 
 

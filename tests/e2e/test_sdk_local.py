@@ -7,6 +7,7 @@ torch.distributed (gloo) through torchrun on the built-in ``torch-distributed`` 
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -126,7 +127,9 @@ def test_follow_yields_lines_as_they_are_written(client):
 def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client):
     name = client.train(runtime="plain-python", trainer=CustomTrainer(func=f.fail))
     polls: list[str] = []
-    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
+    # the error says why, as the events do: the JobSet's verdict, then the failed pod's log
+    why = r": jobset failed .*-node-0-0-\w+: .*its log says: boom: training failed on purpose$"
+    with pytest.raises(RuntimeError, match=f"^TrainJob {name} is Failed{why}"):
         client.wait_for_job_status(
             name, timeout=300, polling_interval=1, callbacks=[lambda j: polls.append(j.status)]
         )
@@ -183,10 +186,14 @@ def test_unshippable_function_is_refused_before_anything_is_stored(client):
     assert client.list_jobs() == []
 
 
-def test_get_runtime_packages_prints_python_and_packages(client, capsys):
-    client.get_runtime_packages(client.get_runtime("plain-python"))
+@pytest.mark.parametrize("by_name", [False, True], ids=["a Runtime", "a runtime name"])
+def test_get_runtime_packages_prints_python_and_packages(client, capsys, by_name):
+    runtime = "plain-python" if by_name else client.get_runtime("plain-python")
+    client.get_runtime_packages(runtime)
     out = capsys.readouterr().out
     assert "Python: 3." in out
+    # pip list's table, or the same from importlib.metadata where the environment has no pip
+    assert re.search(r"^Package +Version$", out, re.M) and re.search(r"^pydantic +2\.", out, re.M)
     assert client.list_jobs() == []
 
 

@@ -27,6 +27,7 @@ from trainjob.api.trainer import TrainJob as TrainJobModel
 from trainjob.client import constants as c
 from trainjob.client import function, runtimes, types
 from trainjob.errors import InvalidError
+from trainjob.local import home as homes
 
 
 def generate_name() -> str:
@@ -93,6 +94,85 @@ def pip_install_script(
     )
 
 
+JOB_TMP_ENV = homes.ENV_JOB_TMP
+"""Set by the local backend in every container: a directory inside the job's own, removed with
+the job (``trainjob delete``), for what a pod writes aside (its packages' environment)."""
+
+_VENV_SCRIPT = textwrap.dedent(
+    f"""
+    PACKAGES=(__PACKAGES__)
+    PIP_OPTS=(__OPTS__)
+    VENV_ROOT="${{{JOB_TMP_ENV}:-${{TMPDIR:-/tmp}}}}"
+    mkdir -p -m 700 "$VENV_ROOT"
+    VENV="$(mktemp -d "$VENV_ROOT/venv.XXXXXX")"
+    LOG_FILE="$VENV.pip.log"
+    __CLEANUP__
+    BASE="$(python -c 'import sys; print(sys.prefix)')"
+    python -m venv --system-site-packages --without-pip "$VENV"
+    SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+    python -c 'import site; print("\\n".join(site.getsitepackages()))' >"$SITE/_trainjob_base.pth"
+    export PIP_DISABLE_PIP_VERSION_CHECK=1
+    if python -m pip --python "$VENV/bin/python" --version >/dev/null 2>&1; then
+        INSTALL=(python -m pip --python "$VENV/bin/python" install --quiet --no-warn-script-location)
+    elif {{ command -v uv >/dev/null 2>&1 &&
+           uv pip install --quiet --python "$VENV/bin/python" pip >>"$LOG_FILE" 2>&1; }} ||
+         "$VENV/bin/python" -m ensurepip --default-pip >>"$LOG_FILE" 2>&1; then
+        INSTALL=("$VENV/bin/python" -m pip install --quiet --no-warn-script-location)
+    else
+        echo "ERROR: cannot install Python packages: no pip (>= 22.3), uv or ensurepip here" >&2
+        cat "$LOG_FILE" >&2
+        exit 1
+    fi
+    if "${{INSTALL[@]}}" "${{PIP_OPTS[@]}}" "${{PACKAGES[@]}}" >>"$LOG_FILE" 2>&1; then
+        echo "Successfully installed Python packages (into this job's virtual environment $VENV, \\
+    over $BASE, whose packages it reuses): ${{PACKAGES[*]}}"
+    else
+        echo "ERROR: Failed to install Python packages: ${{PACKAGES[*]}}" >&2
+        cat "$LOG_FILE" >&2
+        exit 1
+    fi
+    export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" PYTHONPATH="$SITE${{PYTHONPATH:+:$PYTHONPATH}}"
+
+    """
+)
+_VENV_CLEANUP = (
+    "trap 'rm -rf \"$VENV\" \"$LOG_FILE\"' EXIT; trap 'exit 143' TERM; trap 'exit 130' INT"
+)
+_VENV_KEEP = (
+    'echo "Keeping the virtual environment $VENV until the job is deleted (cleanup_venv=False)"'
+)
+
+
+def venv_install_script(
+    packages: Sequence[str], index_urls: Sequence[str], cleanup: bool = True
+) -> str:
+    """The bash prefix that installs ``packages`` into a virtual environment of this job alone,
+    for the local backend (upstream's local backend also makes one per job; its Kubernetes
+    backend installs into the container, which is the job's own).
+
+    Fast where upstream's is slow: the environment sees the caller's packages (its site-packages
+    through a ``.pth`` file, since ``--system-site-packages`` alone would skip a caller that is
+    itself a venv: torch is reused, not downloaded again) and is filled by the caller's pip
+    (``pip --python``), else by a pip of its own (seeded by ``uv`` in a second, else by
+    ``ensurepip``): pip, unlike ``uv pip``, counts the caller's packages as installed. It lives
+    in the job's directory (``$TRAINJOB_JOB_TMP``) and is removed when the node's process ends
+    (``cleanup``), or with the job. ``python`` and ``torchrun`` both see its packages (``PATH``,
+    ``PYTHONPATH``); the caller's environment is never changed.
+    """
+    if not index_urls:
+        raise ValueError("pip_index_urls must name at least one package index")
+    pkgs = " ".join(shlex.quote(str(p)) for p in packages)
+    opts = " ".join(
+        [f"--index-url {shlex.quote(str(index_urls[0]))}"]
+        + [f"--extra-index-url {shlex.quote(str(u))}" for u in index_urls[1:]]
+    )
+    return (
+        _VENV_SCRIPT.replace("__PACKAGES__", pkgs)
+        .replace("__OPTS__", opts)
+        .replace("__CLEANUP__", _VENV_CLEANUP if cleanup else _VENV_KEEP)
+    )
+
+
 def _dq(value: str) -> str:
     """``"value"`` as upstream writes it when that is safe in bash, else shell-quoted."""
     return f'"{value}"' if shlex.quote(value) == value else shlex.quote(value)
@@ -104,8 +184,13 @@ def function_command(
     func_args: dict[str, Any] | None,
     pip_index_urls: Sequence[str],
     packages_to_install: Sequence[str] | None,
+    venv: bool | None = None,
 ) -> list[str]:
-    """The trainer container command that runs ``func(**func_args)`` on ``runtime``."""
+    """The trainer container command that runs ``func(**func_args)`` on ``runtime``.
+
+    ``venv`` (the local backend): ``packages_to_install`` go into a virtual environment of the
+    job (removed when the node ends if True, kept until the job is deleted if False) instead of
+    upstream's ``pip install --user`` into the container."""
     shipped = function.ship(func, func_args)
     command = runtime.trainer.command
     if not command:
@@ -114,7 +199,9 @@ def function_command(
     # upstream logs to ./pip_install.log; a temp file keeps a local job out of the caller's cwd
     log_file = os.path.join(c.DEFAULT_MPI_USER_HOME, "pip_install.log") if is_mpi else TEMP_LOG_FILE
     install = ""
-    if packages_to_install:
+    if packages_to_install and venv is not None and not is_mpi:
+        install = venv_install_script(packages_to_install, pip_index_urls, cleanup=venv)
+    elif packages_to_install:
         install = pip_install_script(packages_to_install, pip_index_urls, log_file)
     out: list[str] = []
     for part in command:
@@ -149,9 +236,12 @@ def _env_list(env: dict[str, str] | None) -> list[dict[str, str]] | None:
 
 
 def custom_trainer(
-    runtime: types.Runtime, trainer: types.CustomTrainer | types.CustomTrainerContainer
+    runtime: types.Runtime,
+    trainer: types.CustomTrainer | types.CustomTrainerContainer,
+    venv: bool | None = None,
 ) -> dict[str, Any]:
-    """``spec.trainer`` for a CustomTrainer or CustomTrainerContainer."""
+    """``spec.trainer`` for a CustomTrainer or CustomTrainerContainer (``venv``: see
+    :func:`function_command`)."""
     out: dict[str, Any] = {}
     if trainer.num_nodes is not None:  # 0 is an error, not "the runtime's number"
         out["numNodes"] = _positive("num_nodes", trainer.num_nodes)
@@ -164,6 +254,7 @@ def custom_trainer(
             trainer.func_args,
             trainer.pip_index_urls,
             trainer.packages_to_install,
+            venv,
         )
         if trainer.image:
             out["image"] = trainer.image
@@ -209,11 +300,13 @@ def torchtune_args(
         args.append(f"epochs={_positive('epochs', config.epochs)}")
     if config.loss:
         args.append(f"loss={_enum_value(config.loss, types.Loss, 'loss')}")
-    if initializer is not None and isinstance(
-        initializer.dataset, types.HuggingFaceDatasetInitializer
+    if (
+        initializer is not None
+        and isinstance(initializer.dataset, types.HuggingFaceDatasetInitializer)
+        and initializer.dataset.storage_uri.startswith("hf://")
     ):
+        # a file:// or s3:// copy: the trainer reads what the initializer wrote, as for S3
         uri = initializer.dataset.storage_uri
-        uri = uri if uri.startswith("hf://") else "hf://" + uri
         parts = urlparse(uri).path.strip("/").split("/")
         rel = "/".join(parts[1:]) if len(parts) > 1 else "."
         key = "data_files" if rel != "." and "." in rel else "data_dir"
@@ -347,7 +440,10 @@ def initializer_spec(init: types.Initializer | None) -> dict[str, Any] | None:
 
 
 def trainer_spec(
-    runtime: types.Runtime, trainer: types.AnyTrainer | None, initializer: types.Initializer | None
+    runtime: types.Runtime,
+    trainer: types.AnyTrainer | None,
+    initializer: types.Initializer | None,
+    venv: bool | None = None,
 ) -> dict[str, Any]:
     """``spec.trainer`` for any trainer; raises ValueError when it does not fit the runtime."""
     if trainer is None:
@@ -358,7 +454,7 @@ def trainer_spec(
                 f"{type(trainer).__name__} can't be used with {runtime.name} runtime: it runs "
                 f"a {runtime.trainer.trainer_type.value} ({runtime.trainer.framework})"
             )
-        return custom_trainer(runtime, trainer)
+        return custom_trainer(runtime, trainer, venv)
     if isinstance(trainer, types.BuiltinTrainer):
         if runtime.trainer.trainer_type != types.TrainerType.BUILTIN_TRAINER:
             raise ValueError(
@@ -382,15 +478,18 @@ def build(
     namespace: str | None = None,
     backend: Any = None,
     extra_env: dict[str, str] | None = None,
+    venv: bool | None = None,
 ) -> dict[str, Any]:
     """The TrainJob to submit, as the dict Kubernetes would store. Raises ValueError if invalid.
 
     ``extra_env`` (a backend config's ``env``) goes before the trainer's env, which wins.
+    ``venv``: ``packages_to_install`` into a virtual environment per job (the local backend;
+    True removes it when each node ends); None: upstream's install into the container.
     """
     spec: dict[str, Any] = {"runtimeRef": {"name": runtime.name}}
     if runtime.kind == types.RuntimeKind.TRAINING_RUNTIME:
         spec["runtimeRef"].update(apiGroup=c.GROUP, kind=c.TRAINING_RUNTIME_KIND)
-    tspec = trainer_spec(runtime, trainer, initializer)
+    tspec = trainer_spec(runtime, trainer, initializer, venv)
     if extra_env:
         own = {e["name"] for e in tspec.get("env") or ()}
         base = [e for e in _env_list(extra_env) or () if e["name"] not in own]

@@ -97,8 +97,12 @@ class TrainerClient:
         """The runtime named ``name`` (a namespaced TrainingRuntime first, then cluster-wide)."""
         return self.backend.get_runtime(name=name)
 
-    def get_runtime_packages(self, runtime: types.Runtime) -> None:
-        """Print the runtime's Python version, installed packages and GPUs (runs a small job)."""
+    def get_runtime_packages(self, runtime: types.Runtime | str) -> None:
+        """Print the runtime's Python version, installed packages and GPUs (runs a small job).
+
+        Parameters:
+            runtime: A Runtime, or a runtime name such as ``"torch-distributed"``.
+        """
         return self.backend.get_runtime_packages(runtime=runtime)
 
     def train(
@@ -170,7 +174,8 @@ class TrainerClient:
 
         Raises:
             ValueError: invalid arguments.
-            RuntimeError: the job Failed (and Failed is not in ``status``) or cannot be read.
+            RuntimeError: the job Failed (and Failed is not in ``status``): ``TrainJob NAME is
+                Failed: <why, from its events>``; or the job cannot be read.
             TimeoutError: ``timeout`` passed.
         """
         progress = ProgressDisplay() if show_progress else None

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,9 @@ class LocalProcessBackendConfig(BaseModel):
     """Run TrainJobs as processes on this machine (the local executor).
 
     Args:
-        cleanup_venv: Accepted for compatibility with upstream; trainjob makes no venv.
+        cleanup_venv: Remove the virtual environment ``packages_to_install`` go into when its
+            node's process ends (default); ``False`` keeps it in the job's directory until the
+            job is deleted.
         env: Environment variables added to every training node (the trainer's env wins).
         home: Where jobs, logs and the store live (``$TRAINJOB_HOME``, else ``~/.trainjob``).
         namespace: Namespace of the jobs in the local store (``default``).
@@ -49,6 +51,35 @@ class LocalProcessBackendConfig(BaseModel):
 
 
 LocalBackendConfig = LocalProcessBackendConfig
+
+
+RUNTIME_SOURCE_SCHEMES = ("github://", "https://", "http://", "file://", "/")
+
+
+class TrainingRuntimeSource(BaseModel):
+    """Where a container backend looks for training runtimes, in priority order (upstream's
+    ``ContainerBackendConfig(runtime_source=...)``).
+
+    Args:
+        sources: URIs of runtime YAML: ``github://owner/repo[/path]``, ``https://...``,
+            ``file:///path`` or an absolute path. Runtimes found in none of them come from the
+            runtimes built into trainjob (upstream's, as ``github://kubeflow/trainer`` serves).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[str] = Field(default_factory=lambda: ["github://kubeflow/trainer"])
+
+    @field_validator("sources")
+    @classmethod
+    def _known_schemes(cls, sources: list[str]) -> list[str]:
+        for source in sources:
+            if not isinstance(source, str) or not source.startswith(RUNTIME_SOURCE_SCHEMES):
+                raise ValueError(
+                    f"runtime source {source!r} must start with github://, https://, http://, "
+                    "file:// or be an absolute path"
+                )
+        return sources
 
 
 class KubernetesBackendConfig(BaseModel):

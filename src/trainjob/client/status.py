@@ -9,6 +9,8 @@ never reaching Complete, ``list_jobs`` showing Unknown, Failed not raising). Her
 
 ``wait_for_job_status`` polls ``get_job``, calls the callbacks, raises ``RuntimeError`` at once
 when the job Failed (unless Failed is wanted) and ``TimeoutError`` after ``timeout`` seconds.
+The RuntimeError starts with upstream's ``TrainJob NAME is Failed`` and goes on with why, as the
+job's events say it (``: jobset failed ...; node-0: ... its log says: ValueError: ...``).
 Called by :mod:`trainjob.client.backends`.
 """
 
@@ -81,8 +83,10 @@ def wait_for_job_status(
     *,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    reason: Callable[[str], str] | None = None,
 ) -> types.TrainJob:
-    """Poll until the TrainJob reaches one of ``status``; see the module docstring."""
+    """Poll until the TrainJob reaches one of ``status``; see the module docstring. ``reason``
+    says why a job failed (the backend's reading of its events), for the RuntimeError."""
     check_wait_args(status, timeout, polling_interval)
     deadline = clock() + timeout
     while True:
@@ -91,7 +95,8 @@ def wait_for_job_status(
         for callback in callbacks or ():
             callback(job)
         if job.status == c.TRAINJOB_FAILED and c.TRAINJOB_FAILED not in status:
-            raise RuntimeError(f"TrainJob {name} is Failed")
+            why = _reason(reason, name)
+            raise RuntimeError(f"TrainJob {name} is Failed" + (f": {why}" if why else ""))
         if job.status in status:
             return job
         left = deadline - clock()
@@ -100,6 +105,37 @@ def wait_for_job_status(
                 f"Timeout waiting for TrainJob {name} to reach status: {status} status"
             )
         sleep(min(polling_interval, left))
+
+
+def _reason(reason: Callable[[str], str] | None, name: str) -> str:
+    """Why ``name`` failed, or "" when that cannot be read (the Failed error is raised anyway)."""
+    if reason is None:
+        return ""
+    try:
+        return reason(name)
+    except Exception as e:  # the job's verdict matters more than why its events are unreadable
+        logger.debug("reading why TrainJob %s failed: %s", name, e)
+        return ""
+
+
+FAILURE_REASONS = frozenset(
+    {"Failed", "BackOff", "OOMKilling", "Evicted", "FailedScheduling", "FailedCreate"}
+)
+"""Event reasons that say why a pod (or its creation) failed: the local kubelet's ``Failed`` (with
+what the log says), the cluster kubelet's, the scheduler's and the Job controller's."""
+
+
+def failure_from_events(events: Iterable[types.Event]) -> str:
+    """Why a TrainJob failed, from its events (oldest first): its own last event (the verdict,
+    e.g. ``jobset failed due to ...``) and the first pod failure (``node-0: exit code 1; its log
+    says: ValueError: ...``)."""
+    events = list(events)
+    verdict = [e for e in events if e.involved_object_kind == c.TRAINJOB_KIND and e.message]
+    pods = [e for e in events if e.reason in FAILURE_REASONS and e.message]
+    parts = [verdict[-1].message] if verdict else []
+    if pods:
+        parts.append(f"{pods[0].involved_object_name}: {pods[0].message}")
+    return "; ".join(parts)
 
 
 def parse_time(value: str | None) -> datetime:

@@ -292,12 +292,44 @@ def _require_prefix(uri: str, prefix: str) -> None:
         raise ValueError(f"storage_uri must start with '{prefix}', got {uri}")
 
 
+STORAGE_SCHEMES = ("hf://", "s3://", "file://")
+"""The schemes trainjob's initializers fetch (``python -m trainjob.initializers.dataset|model``)."""
+
+
+def _check_storage_uri(uri: str, kind: str) -> None:
+    """Any scheme the initializers fetch, in any initializer type (upstream's types each allow
+    one): the initializer picks its source by scheme, so ``HuggingFaceModelInitializer(
+    storage_uri="file:///models/llama")`` copies a local checkpoint (offline runs, tests).
+    ``hf://`` needs a repo (a dataset ``<user>/<name>``, as upstream checks), ``s3://`` a bucket,
+    ``file://`` an absolute path."""
+    if not isinstance(uri, str) or not uri.startswith(STORAGE_SCHEMES):
+        raise ValueError(
+            "storage_uri must start with 'hf://', 's3://' or 'file://' (the schemes trainjob's "
+            f"initializers fetch), got {uri!r}"
+        )
+    parsed = urlparse(uri)
+    if uri.startswith("hf://") and (
+        not parsed.netloc or (kind == "dataset" and parsed.path.strip("/") == "")
+    ):
+        raise ValueError(
+            f"storage_uri: must have absolute path with 'hf://<user_name>/<{kind}_name>', got {uri}"
+        )
+    if uri.startswith("s3://") and not parsed.netloc:
+        raise ValueError(f"storage_uri: must name a bucket, 's3://<bucket>[/<path>]', got {uri}")
+    if uri.startswith("file://") and (parsed.netloc or not parsed.path.startswith("/")):
+        raise ValueError(
+            f"storage_uri: must be an absolute local path, 'file:///<path>' (three slashes), "
+            f"got {uri}"
+        )
+
+
 @dataclass
 class HuggingFaceDatasetInitializer(BaseInitializer):
     """Download a dataset from the Hugging Face Hub (``hf://<user>/<dataset>[/<path>]``).
 
     Args:
-        storage_uri: ``hf://`` URI of the dataset.
+        storage_uri: ``hf://`` URI of the dataset (``s3://`` and ``file:///path``, a local copy,
+            are fetched too).
         ignore_patterns: File patterns not to download.
         access_token: Hub token for private datasets.
     """
@@ -306,12 +338,7 @@ class HuggingFaceDatasetInitializer(BaseInitializer):
     access_token: str | None = None
 
     def __post_init__(self) -> None:
-        _require_prefix(self.storage_uri, "hf://")
-        if urlparse(self.storage_uri).path == "":
-            raise ValueError(
-                "storage_uri: must have absolute path with 'hf://<user_name>/<dataset_name>', "
-                f"got {self.storage_uri}"
-            )
+        _check_storage_uri(self.storage_uri, "dataset")
 
 
 @dataclass
@@ -319,7 +346,8 @@ class HuggingFaceModelInitializer(BaseInitializer):
     """Download a model from the Hugging Face Hub (``hf://<user>/<model>``).
 
     Args:
-        storage_uri: ``hf://`` URI of the model.
+        storage_uri: ``hf://`` URI of the model (``s3://`` and ``file:///path``, a local copy
+            such as ``save_pretrained`` writes, are fetched too).
         ignore_patterns: File patterns not to download (weights in other formats by default).
         access_token: Hub token for gated or private models.
     """
@@ -330,7 +358,7 @@ class HuggingFaceModelInitializer(BaseInitializer):
     access_token: str | None = None
 
     def __post_init__(self) -> None:
-        _require_prefix(self.storage_uri, "hf://")
+        _check_storage_uri(self.storage_uri, "model")
 
 
 @dataclass
@@ -345,7 +373,7 @@ class _S3Initializer(BaseInitializer):
     role_arn: str | None = None
 
     def __post_init__(self) -> None:
-        _require_prefix(self.storage_uri, "s3://")
+        _check_storage_uri(self.storage_uri, "repo")
 
 
 @dataclass
@@ -353,7 +381,7 @@ class S3DatasetInitializer(_S3Initializer):
     """Download a dataset from S3-compatible storage (``s3://bucket/path``).
 
     Args:
-        storage_uri: ``s3://`` URI.
+        storage_uri: ``s3://`` URI (``hf://`` and ``file:///path`` are fetched too).
         ignore_patterns: File patterns not to download.
         endpoint: A custom S3 endpoint URL.
         access_key_id: Access key.

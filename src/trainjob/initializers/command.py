@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlparse
 
+from trainjob import extras
 from trainjob.initializers import config, transfer
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,11 @@ def fetch(cfg: config.Config) -> None:
     """Fetch ``cfg.storage_uri`` into ``cfg.output_path`` with the source its scheme names."""
     uri = cfg.storage_uri
     scheme = urlparse(uri).scheme
+    missing = extras.message(
+        f"downloading from {scheme}://", extras.STORAGE_MODULES.get(scheme, ())
+    )
+    if missing:
+        raise config.InitializerError(f"{config.STORAGE_URI_ENV}: {missing}")
     if scheme == FILE_SCHEME or (not scheme and uri.startswith("/")):
         from trainjob.initializers.sources import file
 

@@ -6,6 +6,8 @@
         supervisor.log                     the supervisor's own output (tracebacks, if any)
         logs/<job>-<index>.log             one file per pod: the container's stdout and stderr
         volumes/<volume>/                  a pod volume (emptyDir, PVC, Secret, ConfigMap) here
+        tmp/                               $TRAINJOB_JOB_TMP of its pods: what they write aside
+                                           (the virtual environment of packages_to_install)
 
 Used by the executor, the supervisor and the pod builder.
 """
@@ -19,6 +21,8 @@ from pathlib import Path
 from trainjob.errors import ConfigError
 
 ENV_HOME = "TRAINJOB_HOME"
+ENV_JOB_TMP = "TRAINJOB_JOB_TMP"
+"""Set in every local container to the job's ``tmp/``, which is removed with the job."""
 DB_NAME = "trainjob.db"
 # Less free space than this on a job's disk is reported as a full disk.
 LOW_SPACE = 1 << 20
@@ -62,6 +66,11 @@ def log_path(
 
 def volumes_dir(home: Path, namespace: str, name: str) -> Path:
     return job_dir(home, namespace, name) / "volumes"
+
+
+def job_tmp_dir(volumes_root: Path) -> Path:
+    """The job's ``tmp/``, beside the ``volumes/`` directory its pods are built with."""
+    return volumes_root.parent / "tmp"
 
 
 def supervisor_log(home: Path, namespace: str, name: str) -> Path:

@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainjob import extras
 from trainjob.api import constants as c
+from trainjob.local import home as homes
 from trainjob.local import probes
 from trainjob.runtime import quantity
 from trainjob.runtime.plan import Plan
@@ -491,6 +493,21 @@ def stand_in(exe: str) -> str | None:
         return None
 
 
+def missing_extras(argv: list[str], env: Mapping[str, str]) -> str | None:
+    """What a trainjob module this container runs (an initializer image, the ``tune`` stand-in)
+    needs and this machine lacks, as a line naming the pip extra; None when all is there."""
+    if len(argv) < 3 or argv[0] != sys.executable or argv[1] != "-m":
+        return None
+    module = argv[2]
+    if module in ("trainjob.initializers.dataset", "trainjob.initializers.model"):
+        uri = env.get("STORAGE_URI", "")
+        scheme = extras.storage_scheme(uri)
+        return extras.message(f"STORAGE_URI {uri!r}", extras.STORAGE_MODULES.get(scheme, ()))
+    if module == STAND_INS["tune"]:
+        return extras.message("'tune run' (trainjob's LLM trainer)", extras.LLM_TRAINER)
+    return None
+
+
 def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
     """``argv`` once its executable is found here (``python`` is this interpreter; ``tune``
     without torchtune is trainjob's LLM trainer), or a PodConfigError saying what to install."""
@@ -554,10 +571,14 @@ def build_pod(
             if os.path.isdir(local) or local != workdir:
                 run_dir = local
         full_env = {**base_env, "PATH": path, "HOSTNAME": pod.hostname}
+        full_env[homes.ENV_JOB_TMP] = str(homes.job_tmp_dir(volumes_root))
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         full_env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
         full_env.update(env)
         argv = resolve_command(argv, full_env.get("PATH", path), where)
+        missing = missing_extras(argv, full_env)
+        if missing:
+            raise PodConfigError(f"{where}: {missing}")
         checks = probes.parse(
             ctr,
             port_of=lambda p: network.port_of(pod.hostname, p),

@@ -87,3 +87,14 @@ def train_annotated_with_module_name(data: json.JSONDecoder | None = None) -> No
 
 def train_annotated_with_builtins(lr: float = 0.1, tags: list[str] | None = None) -> dict:
     return {"lr": lr, "tags": tags}
+
+
+def train_imports_probe():
+    import sys
+
+    import trainjob_probe_pkg
+    import yaml
+
+    print("probe", trainjob_probe_pkg.VALUE, trainjob_probe_pkg.__file__)
+    print("yaml", yaml.__file__)
+    print("python", sys.executable)

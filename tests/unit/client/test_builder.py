@@ -494,9 +494,19 @@ def test_data_cache_initializer_env():
     ("make", "fragment"),
     [
         pytest.param(
-            lambda: types.HuggingFaceDatasetInitializer(storage_uri="s3://x/y"),
-            "storage_uri must start with 'hf://'",
-            id="hf dataset needs hf://",
+            lambda: types.HuggingFaceDatasetInitializer(storage_uri="gs://x/y"),
+            "storage_uri must start with 'hf://', 's3://' or 'file://'",
+            id="hf dataset needs a scheme the initializers fetch",
+        ),
+        pytest.param(
+            lambda: types.HuggingFaceModelInitializer(storage_uri="file://relative/model"),
+            "must be an absolute local path, 'file:///<path>'",
+            id="file:// needs an absolute path",
+        ),
+        pytest.param(
+            lambda: types.S3DatasetInitializer(storage_uri="s3:///no-bucket"),
+            "must name a bucket",
+            id="s3:// needs a bucket",
         ),
         pytest.param(
             lambda: types.HuggingFaceDatasetInitializer(storage_uri="hf://"),
@@ -504,9 +514,9 @@ def test_data_cache_initializer_env():
             id="hf dataset needs a path",
         ),
         pytest.param(
-            lambda: types.S3ModelInitializer(storage_uri="hf://x"),
-            "storage_uri must start with 's3://'",
-            id="s3 model needs s3://",
+            lambda: types.S3ModelInitializer(storage_uri="https://x/model"),
+            "storage_uri must start with 'hf://', 's3://' or 'file://'",
+            id="s3 model needs a scheme the initializers fetch",
         ),
         pytest.param(
             lambda: types.DataCacheInitializer(
@@ -793,3 +803,49 @@ def test_a_trainjob_template_unpacks_into_train_arguments():
         trainer=types.CustomTrainer(func=s.train_no_args), runtime="torch"
     )
     assert {**template} == {"trainer": template.trainer, "runtime": "torch", "initializer": None}
+
+
+@pytest.mark.parametrize(
+    ("kind", "init"),
+    [
+        pytest.param(
+            "model",
+            types.HuggingFaceModelInitializer(storage_uri="file:///tmp/demo/model"),
+            id="a local copy of an HF model",
+        ),
+        pytest.param(
+            "dataset",
+            types.HuggingFaceDatasetInitializer(storage_uri="s3://bucket/alpaca"),
+            id="an HF dataset from S3",
+        ),
+        pytest.param(
+            "model",
+            types.S3ModelInitializer(storage_uri="hf://meta-llama/Llama-3.2-1B"),
+            id="an S3 model type with hf://",
+        ),
+        pytest.param(
+            "model", types.HuggingFaceModelInitializer(storage_uri="hf://gpt2"), id="hf://gpt2"
+        ),
+    ],
+)
+def test_every_initializer_type_takes_every_scheme_the_initializers_fetch(kind, init):
+    spec = builder.initializer_spec(types.Initializer(**{kind: init}))
+    assert spec is not None
+    assert spec[kind]["storageUri"] == init.storage_uri
+
+
+def test_a_local_dataset_copy_is_read_where_the_initializer_wrote_it():
+    """file:// (or s3://) data: no dataset.data_dir override, so the trainer reads
+    /workspace/dataset, as for S3; hf:// keeps upstream's data_dir from the repo path."""
+    config = types.TorchTuneConfig(epochs=1)
+    local = types.Initializer(
+        dataset=types.HuggingFaceDatasetInitializer(storage_uri="file:///tmp/demo/dataset")
+    )
+    assert builder.torchtune_args(config, local) == ["epochs=1"]
+    hub = types.Initializer(
+        dataset=types.HuggingFaceDatasetInitializer(storage_uri="hf://tatsu-lab/alpaca/data")
+    )
+    assert builder.torchtune_args(config, hub) == [
+        "epochs=1",
+        "dataset.data_dir=/workspace/dataset/data",
+    ]

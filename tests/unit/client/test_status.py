@@ -120,6 +120,56 @@ def test_wait_raises_at_once_when_the_job_failed():
     assert seen == ["Running", "Failed"]
 
 
+def event(kind: str, name: str, reason: str, message: str) -> types.Event:
+    return types.Event(kind, name, message, reason, NOW)
+
+
+FAILED_EVENTS = [
+    event("Job", "j-node-0", "SuccessfulCreate", "Created pod: j-node-0-0-abcde"),
+    event(
+        "Pod",
+        "j-node-0-0-abcde",
+        "Failed",
+        'container "node" failed: exit code 1; its log says: ValueError: my bug: shape mismatch',
+    ),
+    event("Job", "j-node-0", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+    event("Pod", "j-node-0-1-fghij", "Failed", 'container "node" failed: exit code 1'),
+    event("TrainJob", "j", "FailedJobs", "jobset failed due to one or more job failures"),
+]
+
+
+def test_the_failed_error_says_why_from_the_events():
+    get_job, _ = job_sequence("Failed")
+    with pytest.raises(RuntimeError) as info:
+        status.wait_for_job_status(
+            get_job,
+            "j",
+            {"Complete"},
+            10,
+            1,
+            reason=lambda name: status.failure_from_events(FAILED_EVENTS),
+        )
+    assert str(info.value) == (
+        "TrainJob j is Failed: jobset failed due to one or more job failures; "
+        'j-node-0-0-abcde: container "node" failed: exit code 1; its log says: '
+        "ValueError: my bug: shape mismatch"
+    )
+
+
+def test_unreadable_events_still_raise_the_failed_error():
+    get_job, _ = job_sequence("Failed")
+
+    def broken(name: str) -> str:
+        raise RuntimeError("events: 403 Forbidden")
+
+    with pytest.raises(RuntimeError, match=r"^TrainJob j is Failed$"):
+        status.wait_for_job_status(get_job, "j", {"Complete"}, 10, 1, reason=broken)
+
+
+def test_failure_without_events_is_empty():
+    assert status.failure_from_events([]) == ""
+
+
 def test_wait_returns_a_failed_job_when_failed_is_wanted():
     get_job, _ = job_sequence("Failed")
     assert (

@@ -33,8 +33,13 @@ class RuntimeBackend(abc.ABC):
     packages_polling_interval = 2
     """Seconds between status checks of ``get_runtime_packages``'s job."""
 
-    def get_runtime_packages(self, runtime: types.Runtime) -> None:
-        """Run :func:`print_packages` on one node of ``runtime``, print its log, delete the job."""
+    def get_runtime_packages(self, runtime: types.Runtime | str) -> None:
+        """Run :func:`print_packages` on one node of ``runtime`` (a Runtime or its name), print
+        its log, delete the job."""
+        if isinstance(runtime, str):
+            runtime = self.get_runtime(runtime)
+        if not isinstance(runtime, types.Runtime):
+            raise ValueError(f"runtime must be a Runtime or a runtime name, got {runtime!r}")
         if runtime.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
             raise ValueError("Cannot get Runtime packages for BuiltinTrainer")
         rt, trainer = self._packages_job(runtime)
@@ -90,7 +95,12 @@ class RuntimeBackend(abc.ABC):
             timeout,
             polling_interval,
             callbacks,
+            reason=self.failure_reason,
         )
+
+    def failure_reason(self, name: str) -> str:
+        """Why TrainJob ``name`` failed, as its events say (``client.status``)."""
+        return status_mod.failure_from_events(self.get_job_events(name))
 
     def _runtime_of(self, ref: dict[str, Any], cache: dict[str, types.Runtime]) -> types.Runtime:
         """The runtime a TrainJob's ``runtimeRef`` names, read once per listing (``cache``); a
@@ -151,8 +161,19 @@ def print_packages() -> None:
     )
     if pip.returncode == 0:
         print(pip.stdout)
-    else:
-        print("Unable to get installed packages: pip is not available")
+    else:  # an environment made by uv has no pip: list what is installed as pip would
+        from importlib import metadata
+
+        found = {
+            (d.metadata["Name"] or "", d.version) for d in metadata.distributions() if d.metadata
+        }
+        rows = sorted(found, key=lambda nv: nv[0].lower())
+        width = max([len("Package"), *(len(n) for n, _ in rows)])
+        vwidth = max([len("Version"), *(len(v) for _, v in rows)])
+        print(f"{'Package':<{width}} Version")
+        print(f"{'-' * width} {'-' * vwidth}")
+        for n, v in rows:
+            print(f"{n:<{width}} {v}")
     if shutil.which("nvidia-smi"):
         print("Available GPUs on the single training node")
         smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True, check=False)

@@ -357,6 +357,27 @@ class KubernetesBackend(RuntimeBackend):
         out.sort(key=lambda e: e.event_time)
         return out
 
+    def failure_reason(self, name: str) -> str:
+        """The TrainJob's Failed condition (upstream's controller records no event for it), then
+        what the events add (the first pod that failed)."""
+        cr = self._call(
+            f"get {c.TRAINJOB_KIND}: {self.namespace}/{name}",
+            self.kube.get,
+            r.TRAINJOBS,
+            name,
+            self.namespace,
+        )
+        failed = [
+            cond
+            for cond in (cr.get("status") or {}).get("conditions") or ()
+            if cond.get("type") == c.TRAINJOB_FAILED and cond.get("status") == "True"
+        ]
+        verdict = str(failed[0].get("message") or failed[0].get("reason") or "") if failed else ""
+        events = status.failure_from_events(self.get_job_events(name))
+        if verdict and verdict not in events:
+            return f"{verdict}; {events}" if events else verdict
+        return events
+
     def delete_job(self, name: str) -> None:
         self._call(
             f"delete {c.TRAINJOB_KIND}: {self.namespace}/{name}",

@@ -83,6 +83,7 @@ class LocalBackend(RuntimeBackend):
             namespace=self.namespace,
             backend=self,
             extra_env=self.cfg.env or None,
+            venv=self.cfg.cleanup_venv,
         )
         name = builder.job_name(job)
         try:

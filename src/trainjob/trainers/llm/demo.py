@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trainjob import extras
+
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "melon"]
 TEMPLATE_TEXT = "### Instruction : ### Input : ### Response : You are a helpful bot . Say"
 
@@ -106,6 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("dir", type=Path, help="where to write model/ and dataset/")
     args = parser.parse_args(argv)
+    missing = extras.message("the LLM demo", ("torch", "transformers", "pyarrow"))
+    if missing:
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # noise for 100 KiB

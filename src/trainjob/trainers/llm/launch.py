@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
+from trainjob import extras
 from trainjob.trainers.llm import argv as argv_mod
 from trainjob.trainers.llm import checkpoint, data, model, train
 from trainjob.trainers.llm import config as config_mod
@@ -86,6 +87,10 @@ def run_torchrun(args: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``run [launcher options] RECIPE --config CONFIG key=value ...``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    missing = extras.message("the LLM trainer (tune run)", extras.LLM_TRAINER)
+    if missing:
+        print(f"error: {missing}", file=sys.stderr, flush=True)
+        return 1
     try:
         inv = argv_mod.parse_run(args)
         cfg = config_mod.build(inv.recipe, inv.config, inv.overrides)

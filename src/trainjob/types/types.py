@@ -1,0 +1,61 @@
+"""``trainjob.types.types``: upstream's ``kubeflow.trainer.types.types`` (trainers, initializers,
+and what the client returns: ``Runtime``, ``TrainJob``, ``Step``, ``Event``). The same objects as
+:mod:`trainjob.client.types`."""
+
+from __future__ import annotations
+
+from trainjob.client.constants import TORCH_TUNE
+from trainjob.client.types import (
+    BaseInitializer,
+    BuiltinTrainer,
+    CustomTrainer,
+    CustomTrainerContainer,
+    DataCacheInitializer,
+    DataFormat,
+    DataType,
+    Event,
+    HuggingFaceDatasetInitializer,
+    HuggingFaceModelInitializer,
+    Initializer,
+    LoraConfig,
+    Loss,
+    Runtime,
+    RuntimeKind,
+    RuntimeTrainer,
+    S3DatasetInitializer,
+    S3ModelInitializer,
+    Step,
+    TorchTuneConfig,
+    TorchTuneInstructDataset,
+    TrainerType,
+    TrainJob,
+    TrainJobTemplate,
+)
+
+__all__ = [
+    "TORCH_TUNE",
+    "BaseInitializer",
+    "BuiltinTrainer",
+    "CustomTrainer",
+    "CustomTrainerContainer",
+    "DataCacheInitializer",
+    "DataFormat",
+    "DataType",
+    "Event",
+    "HuggingFaceDatasetInitializer",
+    "HuggingFaceModelInitializer",
+    "Initializer",
+    "LoraConfig",
+    "Loss",
+    "Runtime",
+    "RuntimeKind",
+    "RuntimeTrainer",
+    "S3DatasetInitializer",
+    "S3ModelInitializer",
+    "Step",
+    "TorchTuneConfig",
+    "TorchTuneInstructDataset",
+    "TrainJob",
+    "TrainJobTemplate",
+    "TrainerType",
+]
