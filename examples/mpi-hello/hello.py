@@ -1,6 +1,6 @@
 """MPI hello: every rank reports in, rank 0 checks an allreduce of the ranks.
 
-Run by examples/mpi-hello.yaml: the launcher runs ``mpirun -n 4 python examples/mpi-hello/hello.py``
+Run by examples/mpi-hello.yaml: the launcher runs ``mpirun -n 4 python mpi-hello/hello.py``
 over the hostfile the runtime mounts (locally rewritten to ``localhost slots=N``).
 """
 

@@ -42,7 +42,7 @@ def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path):
     for _attempt in range(3):
         if _attempt:
             ex.delete("torch-ddp")
-        ex.submit(_example("torch-ddp.yaml"), cwd=str(ROOT))
+        ex.submit(_example("torch-ddp.yaml"), cwd=str(ROOT / "examples"))
         s = ex.wait("torch-ddp", timeout=600)
         if s.phase == "Complete":
             break
@@ -70,7 +70,7 @@ def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path):
 )
 def test_mpi_example_runs_every_rank_through_mpirun(tmp_path):
     ex = LocalExecutor(tmp_path / "home")
-    ex.submit(_example("mpi-hello.yaml"), cwd=str(ROOT))
+    ex.submit(_example("mpi-hello.yaml"), cwd=str(ROOT / "examples"))
     s = ex.wait("mpi-hello", timeout=300)
     lines = list(ex.logs("mpi-hello", job="launcher"))
     assert sorted(line.split(" on ")[0] for line in lines if line.startswith("hello")) == [
@@ -235,3 +235,39 @@ def test_llm_lora_example_fine_tunes_the_demo_model_through_the_torchtune_runtim
     assert lines[-1].startswith("saved LoRA adapter (peft) to ")
     out = ex.home / "jobs/default/llm-lora/volumes/initializer/output"
     assert (out / "adapter_model.safetensors").is_file()
+
+
+def test_relative_paths_in_a_file_are_relative_to_the_file_from_any_directory(tmp_path):
+    """``trainjob run -f /path/to/job.yaml`` from elsewhere: the commands run in the file's
+    directory (as docker compose resolves a compose file's paths), so ``python scripts/x.py``
+    is found; a TrainJob from stdin runs in the working directory."""
+    home, project, elsewhere = tmp_path / "home", tmp_path / "project", tmp_path / "elsewhere"
+    (project / "scripts").mkdir(parents=True)
+    elsewhere.mkdir()
+    (project / "scripts" / "hello.py").write_text("import os; print('hello from', os.getcwd())\n")
+    (project / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
+    job = L.trainjob("relative", "", nodes=1).to_dict()
+    job["spec"]["trainer"]["command"] = ["python", "scripts/hello.py"]
+    (project / "job.yaml").write_text(yaml.safe_dump(job))
+
+    run = _cli(
+        home,
+        "run",
+        "-f",
+        str(project / "job.yaml"),
+        "-f",
+        str(project / "runtime.yaml"),
+        "--wait",
+        cwd=elsewhere,
+    )
+    assert run.returncode == 0, run.stderr
+    assert _cli(home, "logs", "relative", cwd=elsewhere).stdout == f"hello from {project}\n"
+
+
+@pytest.mark.parametrize("example", ["torch-ddp.yaml", "mpi-hello.yaml"])
+def test_the_examples_name_their_scripts_relative_to_themselves(example):
+    tj = _example(example)
+    assert tj.spec.trainer is not None
+    scripts = [a for a in [*(tj.spec.trainer.command or ()), *(tj.spec.trainer.args or ())]]
+    scripts = [a for a in scripts if a.endswith(".py")]
+    assert scripts and all((ROOT / "examples" / s).is_file() for s in scripts), scripts

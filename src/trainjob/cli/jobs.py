@@ -17,6 +17,7 @@ Registered on :data:`trainjob.cli.app`; every command is a thin layer over
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import sys
@@ -221,21 +222,29 @@ def default_step(s: JobState) -> tuple[str, int, int]:
 # -- run ----------------------------------------------------------------------------------------
 
 
-def load_inputs(paths: list[str], namespace: str | None) -> tuple[list[TrainJob], list[Runtime]]:
+def load_inputs(
+    paths: list[str], namespace: str | None
+) -> tuple[list[TrainJob], list[Runtime], list[str]]:
+    """The TrainJobs and runtimes in ``paths``, and each TrainJob's directory: where its relative
+    paths point (the file's directory, as docker compose resolves a compose file's; stdin's is
+    the working directory)."""
     trainjobs: list[TrainJob] = []
     runtimes: list[Runtime] = []
+    dirs: list[str] = []
     for source, text in planning.read_sources(paths):
+        where = os.getcwd() if source == "STDIN" else os.path.dirname(os.path.abspath(source))
         for doc in planning.documents(text, source):
             obj = planning.parse(doc, source)
             if isinstance(obj, TrainJob | TrainingRuntime):
                 obj = planning.with_namespace(obj, namespace)
             if isinstance(obj, TrainJob):
                 trainjobs.append(obj)
+                dirs.append(where)
             elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
                 runtimes.append(obj)
     if not trainjobs:
         raise TrainJobError(f"no TrainJob found in {', '.join(paths)}")
-    return trainjobs, runtimes
+    return trainjobs, runtimes, dirs
 
 
 def progress_line(s: JobState, with_age: bool = True) -> str:
@@ -332,10 +341,10 @@ def run_command(
     ] = False,
 ) -> None:
     """Run TrainJobs (on this machine, or with --backend kubernetes on the cluster)."""
-    trainjobs, runtimes = load_inputs(filename, namespace)
+    trainjobs, runtimes, dirs = load_inputs(filename, namespace)
     ex = executor()
     submitted: list[TrainJob] = []
-    for tj in trainjobs:
+    for tj, where in zip(trainjobs, dirs, strict=True):
         name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)
         if replace and name and ex.exists(name, ns):
             ex.delete(name, ns)
@@ -343,7 +352,10 @@ def run_command(
             if isinstance(ex, ClusterJobs):
                 wait_gone(ex, name, ns)
         try:
-            stored = ex.submit(tj, runtimes)
+            if isinstance(ex, LocalExecutor):  # commands run in the file's directory
+                stored = ex.submit(tj, runtimes, cwd=where)
+            else:
+                stored = ex.submit(tj, runtimes)
         except AlreadyExistsError as e:
             raise AlreadyExistsError(
                 f"{e}; delete it first (trainjob delete {name} -n {ns}) or run with --replace"
