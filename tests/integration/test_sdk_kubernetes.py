@@ -193,7 +193,8 @@ def test_a_failed_job_ends_waits_and_log_follows_at_once_and_is_listed_failed(
         content_type=MERGE,
     )
     polls: list[str] = []
-    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
+    # the error carries the Failed condition's message (upstream's controller writes no event)
+    with pytest.raises(RuntimeError, match=f"^TrainJob {name} is Failed: node-0 failed$"):
         client.wait_for_job_status(name, timeout=300, callbacks=[lambda j: polls.append(j.status)])
     assert polls == ["Failed"]  # raised at the first poll, not after the 300 s timeout
     assert [(j.name, j.status) for j in client.list_jobs()] == [(name, "Failed")]
