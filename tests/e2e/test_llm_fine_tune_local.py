@@ -82,6 +82,10 @@ def test_a_builtin_lora_fine_tune_runs_here_from_s3_to_a_loadable_adapter(tmp_pa
                 epochs=3,
                 batch_size=2,
                 peft_config=LoraConfig(lora_rank=4, lora_alpha=8),
+                # the SDK's knobs: torchtune's 1B_lora accumulates 8 batches and warms up 100 steps
+                gradient_accumulation_steps=1,
+                learning_rate=3e-3,
+                warmup_steps=0,
             )
         ),
     )

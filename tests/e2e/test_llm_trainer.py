@@ -59,7 +59,7 @@ def tune(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
         [sys.executable, "-m", "trainjob.trainers.llm", "run", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         env=full_env,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -115,6 +115,8 @@ def test_lora_on_two_processes_learns_and_saves_an_adapter_peft_loads(
             "llama3_2/1B_lora",
             *runtime_args(workspace, out),
             "batch_size=4",
+            "gradient_accumulation_steps=1",
+            "lr_scheduler=null",
             "epochs=5",
             "optimizer.lr=3e-2",
             "seed=1",
@@ -139,12 +141,15 @@ def test_lora_on_two_processes_learns_and_saves_an_adapter_peft_loads(
     assert last < first - 0.3
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in out.iterdir()}
     assert not (out / "model.safetensors").exists()
+    # torchtune's default (save_adapter_weights_only=False): the merged model too, loadable alone
+    merged = AutoModelForCausalLM.from_pretrained(str(out / "merged"))
 
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     base = AutoModelForCausalLM.from_pretrained(str(workspace / "model"))
     before = logits(base, tokenizer)
     tuned = PeftModel.from_pretrained(base, str(out))
     assert (logits(tuned, tokenizer) - before).abs().max() > 1e-4
+    assert (logits(merged, tokenizer) - logits(tuned, tokenizer)).abs().max() < 1e-4
 
 
 def test_full_fine_tune_on_one_device_saves_a_model_transformers_loads(
@@ -180,7 +185,11 @@ def test_full_fine_tune_on_one_device_saves_a_model_transformers_loads(
     assert last < first
     assert (out / "model.safetensors").is_file() and (out / "config.json").is_file()
     # a checkpoint per epoch but the last, under torchtune's names; they load too
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["epoch_0", "epoch_1"]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
+        "checkpoints",
+        "epoch_0",
+        "epoch_1",
+    ]
     assert f"saved epoch 2 full model (safetensors) to {out / 'epoch_1'}" in proc.stdout
     epoch_1 = AutoModelForCausalLM.from_pretrained(str(out / "epoch_1"))
     tuned = AutoModelForCausalLM.from_pretrained(str(out))
@@ -203,6 +212,7 @@ def test_use_dora_trains_a_dora_adapter_with_gradient_accumulation(
             *runtime_args(workspace, out),
             "model.use_dora=True",
             "model.lora_rank=4",
+            "save_adapter_weights_only=True",
             "gradient_accumulation_steps=2",
             "max_steps_per_epoch=2",
         ]
@@ -211,3 +221,4 @@ def test_use_dora_trains_a_dora_adapter_with_gradient_accumulation(
     assert [len(v) for v in losses(proc.stdout).values()] == [2]
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["use_dora"] is True and adapter["r"] == 4
+    assert not (out / "merged").exists()

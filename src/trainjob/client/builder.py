@@ -315,6 +315,35 @@ def torchtune_args(
         args += lora_args(config.peft_config)
     if config.dataset_preprocess_config is not None:
         args += dataset_args(config.dataset_preprocess_config)
+    return args + knob_args(config)
+
+
+def knob_args(config: types.TorchTuneConfig) -> list[str]:
+    """trainjob's TorchTuneConfig fields (learning rate, steps, sequence length, accumulation)
+    as the torchtune config keys they set, then the free-form ``overrides``."""
+    args: list[str] = []
+    if config.learning_rate is not None:
+        rate = config.learning_rate
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
+            raise ValueError(f"learning_rate must be a number > 0, got {rate!r}")
+        args.append(f"optimizer.lr={rate}")
+    for name, key in (
+        ("gradient_accumulation_steps", "gradient_accumulation_steps"),
+        ("max_steps_per_epoch", "max_steps_per_epoch"),
+        ("max_seq_len", "tokenizer.max_seq_len"),
+    ):
+        value = getattr(config, name)
+        if value is not None:
+            args.append(f"{key}={_positive(name, value)}")
+    if config.warmup_steps is not None:
+        warmup = config.warmup_steps
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"warmup_steps must be an integer >= 0, got {warmup!r}")
+        args.append(f"lr_scheduler.num_warmup_steps={warmup}")
+    for item in config.overrides or ():
+        if not isinstance(item, str) or "=" not in item:
+            raise ValueError(f"overrides must be key=value strings, got {item!r}")
+        args.append(item)
     return args
 
 

@@ -156,6 +156,18 @@ class TorchTuneConfig:
         peft_config: LoRA/QLoRA/DoRA configuration.
         dataset_preprocess_config: Instruct dataset preprocessing.
         resources_per_node: Resources of each node.
+
+    trainjob adds (after upstream's fields, each a torchtune config key, so upstream's torchtune
+    image reads them too; unset keeps the config file's value):
+        learning_rate: Peak learning rate (``optimizer.lr``).
+        gradient_accumulation_steps: Micro-batches per optimizer step.
+        max_steps_per_epoch: Stop each epoch after this many optimizer steps.
+        max_seq_len: Truncate (or, packed, pack) sequences to this many tokens
+            (``tokenizer.max_seq_len``).
+        warmup_steps: Linear warmup steps of the cosine schedule
+            (``lr_scheduler.num_warmup_steps``).
+        overrides: Any other ``key=value`` config overrides, e.g.
+            ``["dataset.packed=True", "save_every_n_steps=50"]`` (docs/fine-tuning.md lists them).
     """
 
     dtype: DataType | None = None
@@ -166,6 +178,12 @@ class TorchTuneConfig:
     peft_config: LoraConfig | None = None
     dataset_preprocess_config: TorchTuneInstructDataset | None = None
     resources_per_node: dict[str, Any] | None = None
+    learning_rate: float | None = None
+    gradient_accumulation_steps: int | None = None
+    max_steps_per_epoch: int | None = None
+    max_seq_len: int | None = None
+    warmup_steps: int | None = None
+    overrides: list[str] | None = None
 
 
 @dataclass

@@ -849,3 +849,39 @@ def test_a_local_dataset_copy_is_read_where_the_initializer_wrote_it():
         "epochs=1",
         "dataset.data_dir=/workspace/dataset/data",
     ]
+
+
+def test_trainjob_s_fine_tune_knobs_become_torchtune_config_keys() -> None:
+    config = types.TorchTuneConfig(
+        epochs=2,
+        learning_rate=1e-4,
+        gradient_accumulation_steps=4,
+        max_steps_per_epoch=10,
+        max_seq_len=256,
+        warmup_steps=0,
+        overrides=["dataset.packed=True", "save_every_n_steps=5"],
+    )
+    assert builder.torchtune_args(config) == [
+        "epochs=2",
+        "optimizer.lr=0.0001",
+        "gradient_accumulation_steps=4",
+        "max_steps_per_epoch=10",
+        "tokenizer.max_seq_len=256",
+        "lr_scheduler.num_warmup_steps=0",
+        "dataset.packed=True",
+        "save_every_n_steps=5",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (types.TorchTuneConfig(learning_rate=0), "learning_rate must be a number > 0, got 0"),
+        (types.TorchTuneConfig(max_seq_len=0), "max_seq_len must be a positive integer, got 0"),
+        (types.TorchTuneConfig(warmup_steps=-1), "warmup_steps must be an integer >= 0, got -1"),
+        (types.TorchTuneConfig(overrides=["packed"]), "overrides must be key=value strings"),
+    ],
+)
+def test_a_bad_knob_is_a_value_error_naming_it(config: types.TorchTuneConfig, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        builder.torchtune_args(config)

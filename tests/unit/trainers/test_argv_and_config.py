@@ -64,36 +64,50 @@ def test_a_malformed_command_line_says_what_is_wrong(args: list[str], message: s
 
 
 @pytest.mark.parametrize(
-    ("recipe", "cfg", "method", "distributed", "lr", "quantize"),
+    ("recipe", "cfg", "method", "distributed", "want"),
     [
-        ("full_finetune_distributed", "llama3_2/1B_full", "full", True, 2e-5, False),
+        # torchtune 0.6.1's files say these (tests/unit/trainers/test_defaults.py checks all)
+        (
+            "full_finetune_distributed",
+            "llama3_2/1B_full",
+            "full",
+            True,
+            dict(batch_size=4, gradient_accumulation_steps=8, lr=2e-5, lr_scheduler=None),
+        ),
         (
             "full_finetune_single_device",
             "qwen2_5/1.5B_full_single_device",
             "full",
             False,
-            2e-5,
-            False,
+            dict(batch_size=4, gradient_accumulation_steps=1, lr=2e-5, lr_scheduler=None),
         ),
-        ("full_finetune_distributed", "llama3_2/3B_full_multinode", "full", True, 2e-5, False),
-        ("lora_finetune_distributed", "llama3_2/1B_lora", "lora", True, 3e-4, False),
+        (
+            "lora_finetune_distributed",
+            "llama3_2/1B_lora",
+            "lora",
+            True,
+            dict(batch_size=4, gradient_accumulation_steps=8, lr=3e-4, warmup_steps=100),
+        ),
         (
             "lora_finetune_single_device",
             "llama3_2/1B_qlora_single_device",
             "lora",
             False,
-            3e-4,
-            True,
+            dict(batch_size=4, gradient_accumulation_steps=8, lr=3e-4, warmup_steps=100),
         ),
     ],
 )
-def test_recipe_and_config_give_the_method_and_its_defaults(
-    recipe: str, cfg: str, method: str, distributed: bool, lr: float, quantize: bool
+def test_recipe_and_config_give_the_method_and_torchtunes_defaults(
+    recipe: str, cfg: str, method: str, distributed: bool, want: dict[str, object]
 ) -> None:
     c = build(recipe, cfg)
     assert (c.recipe.method, c.recipe.distributed) == (method, distributed)
-    assert (c.epochs, c.batch_size, c.lr, c.lora.quantize_base) == (1, 2, lr, quantize)
-    assert c.max_steps_per_epoch is None and c.gradient_accumulation_steps == 1
+    assert {k: getattr(c, k) for k in want} == want
+    assert c.epochs == 1 and c.max_steps_per_epoch is None
+    assert c.lora.quantize_base is cfg.endswith("qlora_single_device")
+    if method == "lora":
+        assert c.lr_scheduler is not None and not c.save_adapter_weights_only
+        assert (c.lora.lora_rank, c.lora.lora_alpha) == (64, 128.0)
 
 
 def test_the_sdk_overrides_land_in_typed_fields() -> None:

@@ -65,12 +65,22 @@ def test_dtype_defaults_per_device_and_fp16_is_refused() -> None:
     )
 
 
-def test_qlora_without_a_gpu_is_refused() -> None:
+def test_qlora_runs_on_cpu_and_without_bitsandbytes_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("bitsandbytes")
+    model.check_qlora(cfg("/m", "model.quantize_base=True").lora, cuda=False)  # its CPU backend
+    real = model.importlib.util.find_spec
+    monkeypatch.setattr(
+        model.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "bitsandbytes" else real(name, *a),
+    )
     with pytest.raises(TrainerError) as err:
         model.check_qlora(cfg("/m", "model.quantize_base=True").lora, cuda=False)
     assert str(err.value) == (
-        "model.quantize_base=True (QLoRA) needs a GPU and bitsandbytes, and this machine has no "
-        "CUDA GPU; drop model.quantize_base for plain LoRA or run on a GPU node"
+        "model.quantize_base=True (QLoRA) needs bitsandbytes, which is not installed; "
+        "pip install 'trainjob[llm]' (or bitsandbytes), or drop model.quantize_base for LoRA"
     )
     model.check_qlora(cfg("/m").lora, cuda=False)
 

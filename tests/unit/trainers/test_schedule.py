@@ -45,8 +45,12 @@ def test_factor_matches_torchtune_on_every_step(warmup: int, total: int, cycles:
         )
 
 
-def test_without_scheduler_overrides_the_rate_is_constant() -> None:
-    assert build().lr_scheduler is None
+def test_the_rate_follows_the_config_file_torchtune_s_lora_warms_up_its_full_does_not() -> None:
+    lora = build()
+    assert (lora.lr_scheduler, lora.warmup_steps) == (schedule.COSINE, 100)
+    assert build("lr_scheduler=null").lr_scheduler is None
+    full = config.build("full_finetune_distributed", "llama3_2/1B_full", REQUIRED)
+    assert full.lr_scheduler is None
 
 
 @pytest.mark.parametrize("name", schedule.ALIASES)

@@ -55,3 +55,68 @@ def save(model: Any, tokenizer: Any, method: Method, output_dir: str) -> list[st
 def describe(method: Method) -> str:
     """What :func:`save` writes for this method, for the log."""
     return "full model (safetensors)" if method is Method.FULL else "LoRA adapter (peft)"
+
+
+# ---- resumable checkpoints (transformers' checkpoint-N folders, marked complete by trainjob)
+
+CHECKPOINTS = "checkpoints"
+"""Folder of ``output_dir`` holding the resumable checkpoints (``checkpoint-<step>/``)."""
+COMPLETE = "trainjob-complete.json"
+"""Written last, atomically, once every rank has written its part: only a checkpoint that has
+it is resumed from, so one cut short by a crash or a kill is never picked."""
+
+
+def checkpoints_dir(output_dir: str) -> str:
+    """Where the resumable checkpoints of a run in ``output_dir`` go."""
+    return os.path.join(output_dir, CHECKPOINTS)
+
+
+def mark_complete(checkpoints: str, step: int) -> str:
+    """Mark ``checkpoint-<step>`` under ``checkpoints`` complete (write to a temp name, fsync,
+    rename); returns its path."""
+    import json
+
+    where = os.path.join(checkpoints, f"checkpoint-{step}")
+    tmp = os.path.join(where, f".{COMPLETE}.tmp")
+    with open(tmp, "w") as f:
+        json.dump({"step": step}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(where, COMPLETE))
+    return where
+
+
+def newest_complete(output_dir: str) -> tuple[str | None, list[str]]:
+    """The newest complete checkpoint of a run in ``output_dir`` (None if none), and the
+    incomplete ones newer than it (cut short: to be removed before training goes on)."""
+    import re
+
+    root = Path(checkpoints_dir(output_dir))
+    if not root.is_dir():
+        return None, []
+    found = []
+    for path in root.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", path.name)
+        if m and path.is_dir():
+            found.append((int(m.group(1)), path))
+    incomplete: list[str] = []
+    for _step, path in sorted(found, reverse=True):
+        if (path / COMPLETE).is_file():
+            return str(path), incomplete
+        incomplete.append(str(path))
+    return None, incomplete
+
+
+def save_merged(model: Any, tokenizer: Any, output_dir: str) -> str:
+    """LoRA/DoRA: the base model with the adapter merged in, as a plain transformers model in
+    ``output_dir/merged`` (torchtune saves merged weights beside the adapter too)."""
+    import copy
+
+    where = os.path.join(output_dir, MERGED)
+    merged = copy.deepcopy(model).merge_and_unload()
+    save(merged, tokenizer, Method.FULL, where)
+    return where
+
+
+MERGED = "merged"
+"""Folder of ``output_dir`` with the merged model of a LoRA run."""

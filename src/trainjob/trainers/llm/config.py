@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainjob.trainers.llm import recipes, schedule
+from trainjob.trainers.llm import defaults, recipes, schedule
 from trainjob.trainers.llm.errors import TrainerError
 
 Value = Any
@@ -34,6 +34,27 @@ class DatasetConfig:
     column_map: dict[str, str] = field(default_factory=dict)
     train_on_input: bool = False
     new_system_prompt: str | None = None
+    packed: bool = False
+    """Pack several examples into each sequence of ``tokenizer.max_seq_len`` tokens (TRL's
+    best-fit packing; attention stays within each example)."""
+    conversation_column: str = "messages"
+    """chat_dataset: the column holding each conversation (a list of messages)."""
+    conversation_style: str = "openai"
+    """chat_dataset: ``openai`` ({role, content}) or ``sharegpt`` ({from, value})."""
+
+    @property
+    def chat(self) -> bool:
+        """Whether rows are conversations (``torchtune.datasets.chat_dataset``)."""
+        return self.component == CHAT_DATASET
+
+
+@dataclass(frozen=True)
+class ValDatasetConfig:
+    """``dataset_val.*``: the eval split, read like ``dataset`` (same files unless given)."""
+
+    split: str | None = None
+    data_dir: str | None = None
+    data_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,7 +79,7 @@ class TrainConfig:
     checkpoint_dir: str
     output_dir: str
     epochs: int = 1
-    batch_size: int = 2
+    batch_size: int = 4
     max_steps_per_epoch: int | None = None
     gradient_accumulation_steps: int = 1
     lr: float = 2e-5
@@ -67,6 +88,22 @@ class TrainConfig:
     """None: constant ``lr``; :data:`.schedule.COSINE`: torchtune's cosine with warmup."""
     warmup_steps: int = 0
     num_cycles: float = 0.5
+    clip_grad_norm: float | None = None
+    activation_checkpointing: bool = False
+    save_adapter_weights_only: bool = False
+    """LoRA: save only the adapter (False, torchtune's default: the merged model too)."""
+    save_every_n_steps: int | None = None
+    """A resumable checkpoint every N optimizer steps (besides the one after each epoch)."""
+    resume_from_checkpoint: bool = True
+    """Continue from the newest complete checkpoint in output_dir when there is one."""
+    run_val_every_n_steps: int | None = None
+    """Eval loss every N steps (None: after each epoch) when ``dataset_val`` is set."""
+    log_every_n_steps: int = 1
+    shuffle: bool = True
+    compile: bool = False
+    fused: bool = False
+    export_uri: str | None = None
+    """After training, upload output_dir's model or adapter here (s3://bucket/prefix, hf://repo)."""
     dtype: str | None = None
     seed: int | None = None
     device: str | None = None
@@ -75,6 +112,7 @@ class TrainConfig:
     tokenizer_merges_file: str | None = None
     max_seq_len: int | None = None
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    dataset_val: ValDatasetConfig | None = None
     lora: LoraConfig = field(default_factory=LoraConfig)
 
 
@@ -206,10 +244,59 @@ def _device(raw: str) -> Value:
     return text
 
 
+INSTRUCT_DATASET = "torchtune.datasets.instruct_dataset"
+CHAT_DATASET = "torchtune.datasets.chat_dataset"
+DATASETS = (
+    INSTRUCT_DATASET,
+    CHAT_DATASET,
+    "torchtune.datasets.alpaca_dataset",
+    "torchtune.datasets.alpaca_cleaned_dataset",
+)
+"""``dataset=`` components: instruct rows (Alpaca's are instruct rows) or chat conversations."""
+
+
 def _component(raw: str) -> Value:
     text = raw.strip()
-    if text not in ("torchtune.datasets.instruct_dataset", "torchtune.datasets.alpaca_dataset"):
-        raise ValueError("must be torchtune.datasets.instruct_dataset (the one dataset supported)")
+    if text not in DATASETS:
+        raise ValueError(
+            f"must be {INSTRUCT_DATASET} (input/output rows) or {CHAT_DATASET} (conversations)"
+        )
+    return CHAT_DATASET if text == CHAT_DATASET else INSTRUCT_DATASET
+
+
+def _style(raw: str) -> Value:
+    text = raw.strip().lower()
+    if text not in ("openai", "sharegpt"):
+        raise ValueError("must be openai ({role, content} messages) or sharegpt ({from, value})")
+    return text
+
+
+def _optimizer(raw: str) -> Value:
+    text = raw.strip()
+    if text not in ("torch.optim.AdamW", "AdamW", "adamw"):
+        raise ValueError("must be torch.optim.AdamW (the one optimizer supported)")
+    return text
+
+
+def _optional_positive_float(raw: str) -> Value:
+    return None if _literal(raw) is None else _positive_float(raw)
+
+
+def _false_only(what: str) -> Parser:
+    def parse(raw: str) -> Value:
+        if _bool(raw):
+            raise ValueError(f"is not supported ({what}); set it to False or drop it")
+        return False
+
+    return parse
+
+
+def _export_uri(raw: str) -> Value:
+    text = raw.strip()
+    if text.lower() in ("", "null", "none"):
+        return None
+    if not text.startswith(("s3://", "hf://")):
+        raise ValueError("must be an s3://bucket/prefix or hf://owner/repo URI")
     return text
 
 
@@ -280,6 +367,27 @@ KEYS: dict[str, tuple[str, Parser]] = {
     "dataset.column_map": ("dataset.column_map", _str_dict),
     "dataset.train_on_input": ("dataset.train_on_input", _bool),
     "dataset.new_system_prompt": ("dataset.new_system_prompt", _optional_str),
+    "dataset.packed": ("dataset.packed", _bool),
+    "dataset.conversation_column": ("dataset.conversation_column", _str),
+    "dataset.conversation_style": ("dataset.conversation_style", _style),
+    "dataset_val.split": ("val.split", _str),
+    "dataset_val.data_dir": ("val.data_dir", _optional_str),
+    "dataset_val.data_files": ("val.data_files", _str_list),
+    "run_val_every_n_steps": ("run_val_every_n_steps", _optional_positive_int),
+    "clip_grad_norm": ("clip_grad_norm", _optional_positive_float),
+    "enable_activation_checkpointing": ("activation_checkpointing", _bool),
+    "enable_activation_offloading": ("activation_offloading", _false_only("no offloading")),
+    "optimizer_in_bwd": ("optimizer_in_bwd", _false_only("the optimizer steps after backward")),
+    "save_adapter_weights_only": ("save_adapter_weights_only", _bool),
+    "save_every_n_steps": ("save_every_n_steps", _optional_positive_int),
+    "resume_from_checkpoint": ("resume_from_checkpoint", _bool),
+    "log_every_n_steps": ("log_every_n_steps", _positive_int),
+    "shuffle": ("shuffle", _bool),
+    "compile": ("compile", _bool),
+    "optimizer._component_": ("optimizer", _optimizer),
+    "optimizer.fused": ("fused", _bool),
+    "loss._component_": ("loss", _loss),
+    "export.uri": ("export_uri", _export_uri),
     "model.lora_attn_modules": ("lora.lora_attn_modules", _str_list),
     "model.apply_lora_to_mlp": ("lora.apply_lora_to_mlp", _bool),
     "model.apply_lora_to_output": ("lora.apply_lora_to_output", _bool),
@@ -312,16 +420,52 @@ def parse_overrides(items: Sequence[str]) -> dict[str, tuple[str, Value]]:
     return parsed
 
 
+CHECK_ONLY = frozenset({"activation_offloading", "optimizer_in_bwd", "optimizer"})
+"""Targets of keys that are only checked (their one accepted value is what the trainer does)."""
+
+
+def recipe_defaults(
+    rec: recipes.Recipe,
+) -> tuple[dict[str, Value], dict[str, Value], dict[str, Value]]:
+    """torchtune 0.6.1's values for this config (:mod:`.defaults`): top, dataset and LoRA fields."""
+    d = defaults.for_config(rec.config)
+    top: dict[str, Value] = {
+        "batch_size": d.batch_size,
+        "gradient_accumulation_steps": d.gradient_accumulation_steps,
+        "epochs": d.epochs,
+        "lr": d.lr,
+        "weight_decay": d.weight_decay,
+        "clip_grad_norm": d.clip_grad_norm,
+        "activation_checkpointing": d.activation_checkpointing,
+        "save_adapter_weights_only": d.save_adapter_weights_only,
+        "max_seq_len": d.max_seq_len,
+    }
+    if d.warmup_steps is not None:
+        top["lr_scheduler"] = schedule.COSINE
+        top["warmup_steps"] = d.warmup_steps
+    dataset: dict[str, Value] = {"packed": d.packed}
+    lora: dict[str, Value] = {}
+    if rec.method is recipes.Method.LORA and d.lora_rank is not None:
+        lora = {
+            "lora_rank": d.lora_rank,
+            "lora_alpha": d.lora_alpha,
+            "lora_dropout": d.lora_dropout,
+            "lora_attn_modules": d.lora_attn_modules,
+            "apply_lora_to_mlp": d.apply_lora_to_mlp,
+            "apply_lora_to_output": d.apply_lora_to_output,
+        }
+    if rec.method is recipes.Method.LORA:
+        lora["quantize_base"] = rec.qlora
+    return top, dataset, lora
+
+
 def build(recipe: str, config: str, overrides: Sequence[str]) -> TrainConfig:
-    """The run's config: ``RECIPE --config CONFIG`` defaults, then the overrides, then checks."""
+    """The run's config: ``RECIPE --config CONFIG`` defaults (torchtune's for that config), then
+    the overrides, then checks."""
     rec = recipes.parse(recipe, config)
     parsed = parse_overrides(overrides)
-    top: dict[str, Value] = {}
-    dataset: dict[str, Value] = {}
-    lora: dict[str, Value] = {}
-    if rec.method is recipes.Method.LORA:
-        top["lr"] = 3e-4
-        lora["quantize_base"] = rec.qlora
+    top, dataset, lora = recipe_defaults(rec)
+    val: dict[str, Value] = {}
     for key, (_raw, value) in parsed.items():
         target = KEYS[key][0]
         if target.startswith("lora.") and rec.method is recipes.Method.FULL:
@@ -331,8 +475,10 @@ def build(recipe: str, config: str, overrides: Sequence[str]) -> TrainConfig:
                 f"--config {rec.model}_lora{'' if rec.distributed else '_single_device'}, "
                 f'or drop "{key}"'
             )
+        if target in CHECK_ONLY:
+            continue
         scope, _, name = target.rpartition(".")
-        {"": top, "dataset": dataset, "lora": lora}[scope][name] = value
+        {"": top, "dataset": dataset, "lora": lora, "val": val}[scope][name] = value
     for name in ("output_dir", "checkpoint_dir"):
         if not top.get(name):
             key = "checkpointer.checkpoint_dir" if name == "checkpoint_dir" else name
@@ -347,7 +493,28 @@ def build(recipe: str, config: str, overrides: Sequence[str]) -> TrainConfig:
         if found is not None:
             dataset["data_dir"] = found
     _check_dataset(dataset)
-    return TrainConfig(recipe=rec, dataset=DatasetConfig(**dataset), lora=LoraConfig(**lora), **top)
+    if dataset.get("packed") and not top.get("max_seq_len"):
+        raise TrainerError(
+            "dataset.packed=True needs tokenizer.max_seq_len=N (the length of each packed sequence)"
+        )
+    dataset_val = None
+    if val:
+        if "split" not in val:
+            raise TrainerError(
+                "dataset_val.* is set but not dataset_val.split; add dataset_val.split=validation"
+            )
+        dataset_val = ValDatasetConfig(**val)
+    elif "run_val_every_n_steps" in parsed:
+        raise TrainerError(
+            "run_val_every_n_steps is set but there is no eval data; add dataset_val.split=validation"
+        )
+    return TrainConfig(
+        recipe=rec,
+        dataset=DatasetConfig(**dataset),
+        dataset_val=dataset_val,
+        lora=LoraConfig(**lora),
+        **top,
+    )
 
 
 def initializer_dataset_dir(checkpoint_dir: str) -> str | None:
@@ -368,7 +535,7 @@ def _check_scheduler(parsed: dict[str, tuple[str, Value]], top: dict[str, Value]
     if not tuning:
         return
     named = [k for k in ("lr_scheduler", "lr_scheduler._component_") if k in parsed]
-    if named and top.get("lr_scheduler") is None:
+    if named and parsed[named[-1]][1] is None:
         raise TrainerError(
             f"{named[-1]}=null turns the scheduler off, but {tuning[0]} is set; drop one of them"
         )

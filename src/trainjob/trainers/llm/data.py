@@ -228,10 +228,136 @@ def prompt_and_response(
     return "\n\n".join(parts), response
 
 
+ROLES = {
+    "system": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "human": "user",
+    "gpt": "assistant",
+}
+"""Message roles, openai's and sharegpt's names, to the chat template's."""
+
+
+def conversation(row: Row, ds: DatasetConfig) -> list[dict[str, str]]:
+    """A chat_dataset row's messages as ``{role, content}`` (``new_system_prompt`` first)."""
+    column = ds.conversation_column
+    if column not in row:
+        raise TrainerError(
+            f'dataset has no column "{column}" (columns: {", ".join(map(str, row))}); '
+            "set dataset.conversation_column=<column of the conversations>"
+        )
+    raw = row[column]
+    if not isinstance(raw, list) or not raw:
+        raise TrainerError(
+            f'dataset column "{column}" must hold a list of messages, got {str(raw)[:60]!r}'
+        )
+    role_key, text_key = (
+        ("from", "value") if ds.conversation_style == "sharegpt" else ("role", "content")
+    )
+    messages: list[dict[str, str]] = []
+    for message in raw:
+        if not isinstance(message, dict) or role_key not in message or text_key not in message:
+            raise TrainerError(
+                f"dataset.conversation_style={ds.conversation_style}: each message must have "
+                f'"{role_key}" and "{text_key}", got {str(message)[:60]!r}'
+            )
+        role = ROLES.get(str(message[role_key]))
+        if role is None:
+            raise TrainerError(
+                f'unknown message role "{message[role_key]}"; known: {", ".join(ROLES)}'
+            )
+        messages.append({"role": role, "content": str(message[text_key] or "")})
+    if ds.new_system_prompt:
+        messages = [m for m in messages if m["role"] != "system"]
+        messages.insert(0, {"role": "system", "content": ds.new_system_prompt})
+    if not any(m["role"] == "assistant" for m in messages):
+        raise TrainerError("a conversation has no assistant message to learn from")
+    return messages
+
+
+def check_row(row: Row, ds: DatasetConfig) -> None:
+    """Raise :class:`TrainerError` if a row lacks what ``ds`` reads from it."""
+    if ds.chat:
+        conversation(row, ds)
+    else:
+        prompt_and_response(row, ds, chat=False)
+
+
+def tokenize_conversation(
+    messages: list[dict[str, str]],
+    ds: DatasetConfig,
+    tokenizer: TextTokenizer,
+    max_seq_len: int | None,
+) -> Example | None:
+    """A conversation's ids and labels: each message tokenized on its own, as torchtune does,
+    the assistant's replies learned and the rest masked unless ``train_on_input``.
+
+    With a chat template, each message's text is what rendering the conversation up to it adds
+    (the assistant's turn header goes with the prompt); without one, ``### Role:`` blocks.
+    """
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise TrainerError(
+            "the tokenizer has no eos token; set eos_token in the model's tokenizer_config.json"
+        )
+    template = bool(getattr(tokenizer, "chat_template", None))
+    ids: list[int] = []
+    labels: list[int] = []
+
+    def add(text: str, learn: bool, special: bool = False) -> None:
+        piece = tokenizer.encode(text, add_special_tokens=special) if text else []
+        ids.extend(piece)
+        labels.extend(piece if learn or ds.train_on_input else [IGNORE_INDEX] * len(piece))
+
+    if template:
+        done = ""
+        for i, message in enumerate(messages):
+            if message["role"] == "assistant":
+                head = (
+                    str(
+                        tokenizer.apply_chat_template(
+                            messages[:i], tokenize=False, add_generation_prompt=True
+                        )
+                    )
+                    if i
+                    else ""
+                )
+                if not head.startswith(done):
+                    raise TrainerError(
+                        "the tokenizer's chat template does not render a conversation prefix by prefix"
+                    )
+                add(head[len(done) :], learn=False)
+                done = head
+            text = str(tokenizer.apply_chat_template(messages[: i + 1], tokenize=False))
+            if not text.startswith(done):
+                raise TrainerError(
+                    "the tokenizer's chat template does not render a conversation prefix by "
+                    "prefix; use a template without lookahead"
+                )
+            add(text[len(done) :], learn=message["role"] == "assistant")
+            done = text
+    else:
+        for i, message in enumerate(messages):
+            add(f"### {message['role'].title()}:\n", learn=False, special=i == 0)
+            learn = message["role"] == "assistant"
+            add(message["content"], learn=learn)
+            if learn:
+                ids.append(eos)
+                labels.append(eos)
+            add("\n\n", learn=False)
+    if max_seq_len is not None:
+        ids, labels = ids[:max_seq_len], labels[:max_seq_len]
+    if all(label == IGNORE_INDEX for label in labels):
+        return None
+    return Example(ids, labels)
+
+
 def tokenize_row(
     row: Row, ds: DatasetConfig, tokenizer: TextTokenizer, max_seq_len: int | None
 ) -> Example | None:
     """One row's ids and labels (prompt masked unless train_on_input); None if nothing to learn."""
+    if ds.chat:
+        return tokenize_conversation(conversation(row, ds), ds, tokenizer, max_seq_len)
     chat = bool(getattr(tokenizer, "chat_template", None))
     prompt, response = prompt_and_response(row, ds, chat)
     if isinstance(prompt, list):
@@ -271,6 +397,15 @@ def tokenize_rows(
             "empty dataset: no row has a response left to train on; raise tokenizer.max_seq_len"
         )
     return examples, dropped
+
+
+def to_dataset(examples: Sequence[Example]) -> Any:
+    """The tokenized examples as a ``datasets.Dataset`` (``input_ids``, ``labels``) for TRL."""
+    from datasets import Dataset  # type: ignore[import-untyped]
+
+    return Dataset.from_dict(
+        {"input_ids": [e.input_ids for e in examples], "labels": [e.labels for e in examples]}
+    )
 
 
 def collate(batch: Sequence[Example], pad_id: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from trainjob import extras
 from trainjob.trainers.llm import argv as argv_mod
-from trainjob.trainers.llm import checkpoint, data, model, train
+from trainjob.trainers.llm import checkpoint, data, export, model, train
 from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.errors import TrainerError
 
@@ -33,8 +33,13 @@ def preflight(cfg: config_mod.TrainConfig, cuda: bool) -> None:
     model.resolve_dtype(cfg, cuda)
     model.check_qlora(cfg.lora, cuda)
     checkpoint.check_output_dir(cfg.output_dir)
+    export.check(cfg.export_uri)
     for row in data.load_rows(cfg.dataset):
-        data.prompt_and_response(row, cfg.dataset, chat=False)
+        data.check_row(row, cfg.dataset)
+    val = train.val_dataset(cfg)
+    if val is not None:
+        for row in data.load_rows(val):
+            data.check_row(row, val)
 
 
 def torchrun_args(inv: argv_mod.Invocation, env: Mapping[str, str]) -> tuple[list[str], str | None]:

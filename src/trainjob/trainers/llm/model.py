@@ -83,15 +83,23 @@ def resolve_dtype(cfg: TrainConfig, cuda: bool) -> str:
 
 
 def check_qlora(lora: LoraConfig, cuda: bool) -> None:
-    """QLoRA (``model.quantize_base=True``) needs a CUDA GPU and bitsandbytes."""
+    """QLoRA (``model.quantize_base=True``) needs bitsandbytes (its CPU backend works on CPU)."""
     if not lora.quantize_base:
         return
-    if not cuda or importlib.util.find_spec("bitsandbytes") is None:
-        have = "no CUDA GPU" if not cuda else "no bitsandbytes installed"
+    if importlib.util.find_spec("bitsandbytes") is None:
         raise TrainerError(
-            f"model.quantize_base=True (QLoRA) needs a GPU and bitsandbytes, and this machine has "
-            f"{have}; drop model.quantize_base for plain LoRA or run on a GPU node"
+            "model.quantize_base=True (QLoRA) needs bitsandbytes, which is not installed; "
+            "pip install 'trainjob[llm]' (or bitsandbytes), or drop model.quantize_base for LoRA"
         )
+
+
+def prepare_kbit(model: Any, checkpointing: bool) -> Any:
+    """A 4-bit base made ready for LoRA training (norms in fp32, input grads for checkpointing)."""
+    from peft import prepare_model_for_kbit_training
+
+    return prepare_model_for_kbit_training(  # type: ignore[no-untyped-call]
+        model, use_gradient_checkpointing=checkpointing
+    )
 
 
 def load_tokenizer(path: Path) -> Any:
@@ -172,18 +180,18 @@ def peft_config(lora: LoraConfig) -> Any:
     )
 
 
-def apply_lora(model: Any, lora: LoraConfig) -> Any:
+def apply_lora(model: Any, lora: LoraConfig, checkpointing: bool = False) -> Any:
     """Wrap the model in a peft LoRA/DoRA model; only the adapter's weights train."""
     import warnings
 
-    from peft import get_peft_model, prepare_model_for_kbit_training
+    from peft import get_peft_model
 
     # peft asks transformers a deprecated question; the answer is the same, the warning is noise.
     warnings.filterwarnings(
         "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
     )
     if lora.quantize_base:
-        model = prepare_model_for_kbit_training(model)  # type: ignore[no-untyped-call]
+        model = prepare_kbit(model, checkpointing)
     try:
         return get_peft_model(model, peft_config(lora))
     except ValueError as exc:

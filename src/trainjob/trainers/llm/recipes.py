@@ -86,7 +86,7 @@ def parse(recipe: str, config: str) -> Recipe:
             "(e.g. tune run lora_finetune_distributed --config llama3_2/1B_lora)"
         )
     method, distributed = RECIPES[recipe]
-    model, variant = _split_config(config)
+    model, variant = split_config(config)
     if VARIANTS[variant] is not method:
         raise TrainerError(
             f'--config {config} is a {VARIANTS[variant]} config but recipe "{recipe}" is a '
@@ -95,7 +95,8 @@ def parse(recipe: str, config: str) -> Recipe:
     return Recipe(recipe, config, method, distributed, model, variant)
 
 
-def _split_config(config: str) -> tuple[str, str]:
+def split_config(config: str) -> tuple[str, str]:
+    """``llama3_2/1B_lora`` -> (``llama3_2/1B``, ``lora``); :class:`TrainerError` if unknown."""
     for variant in sorted(VARIANTS, key=len, reverse=True):
         model, sep, rest = config.partition(f"_{variant}")
         if sep and not rest and model in MODELS:

@@ -1,26 +1,27 @@
 """The training loop one process runs: ``python -m trainjob.trainers.llm.train RECIPE --config ...``.
 
 Started by torchrun for the distributed recipes (one process per device, RANK/WORLD_SIZE/
-LOCAL_RANK in the env) or called in-process by :mod:`.launch` for single-device ones. It joins the
-process group (nccl on GPUs, gloo on CPUs), loads the model and data, wraps the model in DDP with a
-DistributedSampler, trains with AdamW (constant rate, or :mod:`.schedule`'s cosine), logs a line per optimizer step from rank 0 and saves from
-rank 0 (:mod:`.checkpoint`).
+LOCAL_RANK in the env) or called in-process by :mod:`.launch` for single-device ones. It loads the
+tokenizer, data (:mod:`.data`) and model (:mod:`.model`), resumes from the newest complete
+checkpoint in ``output_dir`` if there is one, trains with TRL/transformers (:mod:`.engine`: DDP,
+nccl on GPUs, gloo on CPUs) and saves the model or adapter, plus the merged model of a LoRA run
+(:mod:`.checkpoint`), then exports it when ``export.uri`` is set (:mod:`.export`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import math
+import dataclasses
 import os
+import shutil
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from trainjob.trainers import gloo_exit
 from trainjob.trainers.llm import argv as argv_mod
-from trainjob.trainers.llm import checkpoint, data, model, schedule
+from trainjob.trainers.llm import checkpoint, data, engine, model
 from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.errors import TrainerError
 from trainjob.trainers.llm.recipes import Method
@@ -30,27 +31,14 @@ INTERRUPTED_EXIT = 130
 """Exit code after Ctrl-C, as a shell gives (128 + SIGINT)."""
 
 
-def log(line: str, rank: int = 0) -> None:
-    """Print a line from rank 0 only."""
-    if rank == 0:
-        print(line, flush=True)
-
-
-def format_step(epoch: int, epochs: int, step: int, steps: int, loss: float, lr: float) -> str:
-    """``Epoch 1/2 step 3/10 loss 2.3456 lr 2e-05``."""
-    return f"Epoch {epoch}/{epochs} step {step}/{steps} loss {loss:.4f} lr {lr:g}"
-
-
-def format_epoch(epoch: int, epochs: int, losses: Sequence[float], seconds: float) -> str:
-    """``Epoch 1/2 done: mean loss 2.3456 over 10 steps in 3.2s``: the trend a step's noise hides."""
-    mean = sum(losses) / len(losses) if losses else float("nan")
-    return f"Epoch {epoch}/{epochs} done: mean loss {mean:.4f} over {len(losses)} steps in {seconds:.1f}s"
+log = engine.log
+format_step = engine.format_step
+format_epoch = engine.format_epoch
 
 
 def train(cfg: config_mod.TrainConfig) -> None:
     """Run the whole fine-tune described by ``cfg`` in this process (one rank of the job)."""
     import torch
-    import torch.distributed as dist
 
     distributed = "WORLD_SIZE" in os.environ and "RANK" in os.environ
     rank = int(os.environ.get("RANK", "0")) if distributed else 0
@@ -67,26 +55,33 @@ def train(cfg: config_mod.TrainConfig) -> None:
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-    if distributed:
-        dist.init_process_group(backend="nccl" if cuda else "gloo")
     try:
-        _train(cfg, rank, world, device, dtype, distributed)
+        _train(cfg, rank, world, device, dtype)
     finally:
+        import torch.distributed as dist
+
         if distributed and dist.is_initialized():
             dist.destroy_process_group()
 
 
-def _train(
-    cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtype: str, distributed: bool
-) -> None:
-    import torch
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
-    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+def val_dataset(cfg: config_mod.TrainConfig) -> config_mod.DatasetConfig | None:
+    """``dataset`` read with ``dataset_val``'s split (and files, when it names its own)."""
+    val = cfg.dataset_val
+    if val is None:
+        return None
+    own = bool(val.data_dir or val.data_files)
+    return dataclasses.replace(
+        cfg.dataset,
+        split=val.split or "validation",
+        data_dir=val.data_dir if own else cfg.dataset.data_dir,
+        data_files=val.data_files if own else cfg.dataset.data_files,
+    )
+
+
+def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtype: str) -> None:
+    import warnings
 
     started = time.monotonic()
-    seed = cfg.seed if cfg.seed is not None else 0
-    torch.manual_seed(seed)
     rec = cfg.recipe
     log(
         f"recipe {rec.recipe} --config {rec.config}: {rec.method} fine-tune, "
@@ -97,133 +92,106 @@ def _train(
     if note:
         log(note, rank)
     tokenizer = model.load_tokenizer(tok_dir)
-    rows = data.load_rows(cfg.dataset)
-    examples, dropped = data.tokenize_rows(rows, cfg.dataset, tokenizer, cfg.max_seq_len)
+    examples, dropped = data.tokenize_rows(
+        data.load_rows(cfg.dataset), cfg.dataset, tokenizer, cfg.max_seq_len
+    )
     log(
         f"dataset: {len(examples)} examples"
-        + (f" ({dropped} dropped: nothing left after truncation)" if dropped else ""),
+        + (f" ({dropped} dropped: nothing left after truncation)" if dropped else "")
+        + (f", packed into sequences of {cfg.max_seq_len} tokens" if cfg.dataset.packed else ""),
         rank,
     )
+    eval_examples = None
+    val_ds = val_dataset(cfg)
+    if val_ds is not None:
+        eval_examples, _ = data.tokenize_rows(
+            data.load_rows(val_ds), val_ds, tokenizer, cfg.max_seq_len
+        )
+        log(f"eval dataset: {len(eval_examples)} examples (split {val_ds.split})", rank)
     net = model.load_model(cfg, dtype, device)
     if rec.method is Method.LORA:
-        net = model.apply_lora(net, cfg.lora)
+        net = model.apply_lora(net, cfg.lora, cfg.activation_checkpointing)
         kind = "DoRA" if cfg.lora.use_dora else ("QLoRA" if cfg.lora.quantize_base else "LoRA")
         log(f"{kind}: rank {cfg.lora.lora_rank} on {', '.join(model.lora_targets(cfg.lora))}", rank)
+    if cfg.lr_scheduler is not None:
+        schedule_line = f"cosine, {cfg.warmup_steps} warmup step(s) of {{total}}, peak {cfg.lr:g}"
+    else:
+        schedule_line = (
+            f"constant {cfg.lr:g} (lr_scheduler.num_warmup_steps=N: torchtune's cosine with warmup)"
+        )
+
+    # TRL and transformers say what they defaulted; the lines above say what this run does
+    warnings.filterwarnings("ignore", module=r"(trl|transformers|peft|accelerate)(\.|$)")
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    args = engine.training_arguments(cfg, device.type == "cuda", world)
+    trainer_class = engine.make_trainer_class()
+    with engine.lm_head_adapter_allowed(net):
+        trainer = trainer_class(
+            model=net,
+            args=args,
+            train_dataset=data.to_dataset(examples),
+            eval_dataset=data.to_dataset(eval_examples) if eval_examples else None,
+            processing_class=tokenizer,
+        )
+    batches = len(trainer.get_train_dataloader())
+    steps = engine.steps_per_epoch(batches, len(trainer.train_dataset), cfg, world)
+    per_epoch = min(steps, cfg.max_steps_per_epoch or steps)
+    run = engine.Run(
+        cfg=cfg,
+        rank=rank,
+        steps_per_epoch=steps,
+        epoch_steps=per_epoch,
+        tokenizer=tokenizer,
+        trainer=trainer,
+    )
+    trainer.run = run
+    trainer.remove_callback(transformers.PrinterCallback)  # the step lines say it
+    trainer.add_callback(engine.make_callback(run))
+    log(f"lr schedule: {schedule_line.format(total=cfg.epochs * per_epoch)}", rank)
+    net = trainer.model
     trainable = [p for p in net.parameters() if p.requires_grad]
     total = sum(p.numel() for p in net.parameters())
     log(f"model: {total} parameters, {sum(p.numel() for p in trainable)} trainable", rank)
-    net.train()
-    wrapped: Any = net
-    if distributed:
-        wrapped = DistributedDataParallel(
-            net, device_ids=[device.index] if device.type == "cuda" else None
-        )
-    if distributed:
-        sampler: Any = DistributedSampler(
-            examples,  # type: ignore[arg-type]
-            num_replicas=world,
-            rank=rank,
-            shuffle=True,
-            seed=seed,
-        )
-    else:
-        sampler = RandomSampler(examples, generator=torch.Generator().manual_seed(seed))
-    pad_id = (
-        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    log(
+        f"training: {cfg.epochs} epoch(s) of {per_epoch} step(s), batch {cfg.batch_size} x "
+        f"{cfg.gradient_accumulation_steps} accumulation x {world} process(es)",
+        rank,
     )
-    loader: Any = DataLoader(
-        examples,  # type: ignore[arg-type]
-        batch_size=cfg.batch_size,
-        sampler=sampler,
-        collate_fn=functools.partial(data.collate, pad_id=pad_id),
-    )
-    accum = cfg.gradient_accumulation_steps
-    steps = len(loader) // accum
-    if steps == 0:
-        raise TrainerError(
-            f"dataset too small: {len(examples)} examples over {world} process(es) give fewer "
-            f"batches than gradient_accumulation_steps={accum}; lower it or batch_size"
-        )
-    if cfg.max_steps_per_epoch is not None:
-        steps = min(steps, cfg.max_steps_per_epoch)
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler: Any = None
-    if cfg.lr_scheduler is not None:
-        total_steps = cfg.epochs * steps
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer,
-            functools.partial(
-                schedule.factor,
-                warmup_steps=cfg.warmup_steps,
-                total_steps=total_steps,
-                num_cycles=cfg.num_cycles,
-            ),
-        )
-        log(
-            f"lr schedule: cosine, {cfg.warmup_steps} warmup step(s) of {total_steps}, "
-            f"peak {cfg.lr:g}",
-            rank,
-        )
-    else:
-        log(
-            f"lr schedule: constant {cfg.lr:g} (lr_scheduler.num_warmup_steps=N: torchtune's "
-            "cosine with warmup)",
-            rank,
-        )
-    for epoch in range(cfg.epochs):
-        if isinstance(sampler, DistributedSampler):
-            sampler.set_epoch(epoch)
-        step = 0
-        running = 0.0
-        epoch_losses: list[float] = []
-        epoch_start = time.monotonic()
-        for index, batch in enumerate(loader):
-            last_micro = (index + 1) % accum == 0
-            sync = contextlib.nullcontext() if last_micro or not distributed else wrapped.no_sync()
-            with sync:
-                out = wrapped(**{k: v.to(device) for k, v in batch.items()})
-                loss = out.loss / accum
-                loss.backward()
-            running += float(loss.detach())
-            if not last_micro:
-                continue
-            step_lr = float(optimizer.param_groups[0]["lr"])
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            if scheduler is not None:
-                scheduler.step()
-            step += 1
-            value = torch.tensor([running], device=device)
-            if distributed:
-                dist.all_reduce(value)
-                value /= world
-            running = 0.0
-            if not math.isfinite(float(value)):
-                raise TrainerError(
-                    f"loss is {float(value)} at epoch {epoch + 1} step {step}; lower optimizer.lr "
-                    "or use dtype=fp32"
-                )
-            log(format_step(epoch + 1, cfg.epochs, step, steps, float(value), step_lr), rank)
-            epoch_losses.append(float(value))
-            if step >= steps:
-                break
-        log(format_epoch(epoch + 1, cfg.epochs, epoch_losses, time.monotonic() - epoch_start), rank)
-        if rank == 0 and epoch + 1 < cfg.epochs:
-            # torchtune's layout: a checkpoint per epoch, so a run stopped later keeps its progress
-            where = os.path.join(cfg.output_dir, f"epoch_{epoch}")
-            checkpoint.save(net, tokenizer, rec.method, where)
-            log(f"saved epoch {epoch + 1} {checkpoint.describe(rec.method)} to {where}", rank)
-    if distributed:
-        dist.barrier()
+    resume = None
+    if cfg.resume_from_checkpoint:
+        resume, incomplete = checkpoint.newest_complete(cfg.output_dir)
+        if rank == 0:
+            for path in incomplete:
+                log(f"checkpoint {path} was cut short (not marked complete): removing it")
+                shutil.rmtree(path, ignore_errors=True)
+        if resume is not None:
+            step = int(resume.rsplit("-", 1)[1])
+            log(f"resumed from checkpoint at step {step} ({resume})", rank)
+    trainer.train(resume_from_checkpoint=resume)
+    final = trainer.state.global_step
     if rank == 0:
-        files = checkpoint.save(net, tokenizer, rec.method, cfg.output_dir)
+        checkpoint.check_output_dir(cfg.output_dir)
+    trainer.save_model(cfg.output_dir)
+    if rank == 0:
+        if rec.method is Method.LORA and not cfg.save_adapter_weights_only:
+            if cfg.lora.quantize_base:
+                log("merged model: not saved for QLoRA (its base is 4-bit); the adapter is", rank)
+            else:
+                where = checkpoint.save_merged(trainer.model, tokenizer, cfg.output_dir)
+                log(f"saved merged model (the adapter folded into the base) to {where}", rank)
+        tokenizer.save_pretrained(cfg.output_dir)
+        files = sorted(p.name for p in Path(cfg.output_dir).iterdir() if p.is_file())
         log(
             f"saved {checkpoint.describe(rec.method)} to {cfg.output_dir}: {', '.join(files)} "
-            f"({time.monotonic() - started:.1f}s)",
+            f"({time.monotonic() - started:.1f}s, {final} steps)",
             rank,
         )
-    if distributed:
-        dist.barrier()
+    if cfg.export_uri and rank == 0:
+        from trainjob.trainers.llm import export
+
+        export.upload(cfg.output_dir, cfg.export_uri)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

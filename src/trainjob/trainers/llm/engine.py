@@ -1,0 +1,298 @@
+"""The training loop: TRL's SFTTrainer on transformers' Trainer and accelerate, set up from a
+:class:`.config.TrainConfig`.
+
+What the libraries give: DDP across torchrun's processes (gloo on CPU, nccl on GPU), the AdamW
+step, torchtune's cosine-with-warmup schedule (transformers' has the same formula), gradient
+accumulation with the loss normalised per token across micro-batches and ranks
+(``num_items_in_batch``), gradient clipping and checkpointing, TRL's best-fit packing with
+attention kept inside each example, eval, and resumable checkpoints (weights or adapter,
+optimizer, scheduler, RNG, step; the data position by skipping what was seen).
+
+What this module adds: TRL's per-step entropy and token-accuracy metrics are off (three
+all-gathers and a fused head per micro-batch, 10-20% of a CPU step), as are Trainer's
+weight-decay exemptions (torchtune decays every parameter); a log line per step in the format
+the trainer always printed (``Epoch 1/3 step 2/4 loss 2.3456 lr 0.0003``) with the rate that
+step used; tokens/s in the logged metrics, which transformers' own ``KubeflowCallback``
+(registered by transformers whenever ``KUBEFLOW_TRAINER_SERVER_URL`` is set) reports with
+progress and ETA through upstream's TrainJob status endpoint (KEP-2779); a checkpoint after each
+epoch but the last and every ``save_every_n_steps``, each marked complete only once every rank
+has written it (:mod:`.checkpoint`), and torchtune's per-epoch model folders. Called by
+:mod:`.train`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainjob.trainers.llm import checkpoint
+from trainjob.trainers.llm import config as config_mod
+from trainjob.trainers.llm.errors import TrainerError
+
+
+def log(line: str, rank: int = 0) -> None:
+    """Print a line from rank 0 only."""
+    if rank == 0:
+        print(line, flush=True)
+
+
+def format_step(epoch: int, epochs: int, step: int, steps: int, loss: float, lr: float) -> str:
+    """``Epoch 1/2 step 3/10 loss 2.3456 lr 2e-05``."""
+    return f"Epoch {epoch}/{epochs} step {step}/{steps} loss {loss:.4f} lr {lr:g}"
+
+
+def format_epoch(epoch: int, epochs: int, losses: list[float], seconds: float) -> str:
+    """``Epoch 1/2 done: mean loss 2.3456 over 10 steps in 3.2s``: the trend a step's noise hides."""
+    mean = sum(losses) / len(losses) if losses else float("nan")
+    return f"Epoch {epoch}/{epochs} done: mean loss {mean:.4f} over {len(losses)} steps in {seconds:.1f}s"
+
+
+@dataclass
+class Run:
+    """What the callbacks share about the run in progress."""
+
+    cfg: config_mod.TrainConfig
+    rank: int
+    steps_per_epoch: int
+    """Optimizer steps in a full epoch (as transformers counts them)."""
+    epoch_steps: int
+    """Steps each epoch runs: ``steps_per_epoch``, or ``max_steps_per_epoch`` when fewer."""
+    tokenizer: Any
+    trainer: Any = None
+    step_lr: float = 0.0
+    epoch_losses: dict[int, list[float]] = field(default_factory=dict)
+    epoch_started: float = field(default_factory=time.monotonic)
+    tokens: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    """Real (non-padding) and padded tokens this rank has fed the model since the last log."""
+    last_log: float = field(default_factory=time.monotonic)
+
+    def position(self, global_step: int) -> tuple[int, int]:
+        """(epoch, step within it), both from 1, of optimizer step ``global_step`` (from 1)."""
+        return (global_step - 1) // self.steps_per_epoch + 1, (
+            global_step - 1
+        ) % self.steps_per_epoch + 1
+
+
+def training_arguments(cfg: config_mod.TrainConfig, cuda: bool, world: int) -> Any:
+    """TRL's SFTConfig (transformers' TrainingArguments) for this run."""
+    from trl import SFTConfig  # type: ignore[attr-defined]
+
+    steps = cfg.save_every_n_steps
+    evaluating = cfg.dataset_val is not None
+    return SFTConfig(
+        output_dir=checkpoint.checkpoints_dir(cfg.output_dir),
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        num_train_epochs=cfg.epochs,
+        learning_rate=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        adam_beta1=0.9,
+        adam_beta2=0.999,
+        adam_epsilon=1e-8,
+        optim="adamw_torch_fused" if cfg.fused else "adamw_torch",
+        lr_scheduler_type="cosine" if cfg.lr_scheduler else "constant",
+        lr_scheduler_kwargs={"num_cycles": cfg.num_cycles} if cfg.lr_scheduler else {},
+        warmup_steps=cfg.warmup_steps if cfg.lr_scheduler else 0,
+        max_grad_norm=cfg.clip_grad_norm or 0.0,
+        **checkpointing(cfg.activation_checkpointing),
+        logging_steps=cfg.log_every_n_steps,
+        logging_strategy="steps",
+        save_strategy="steps" if steps else "no",
+        save_steps=steps or 500,
+        save_only_model=False,
+        eval_strategy=("steps" if cfg.run_val_every_n_steps else "epoch") if evaluating else "no",
+        eval_steps=cfg.run_val_every_n_steps,
+        seed=cfg.seed if cfg.seed is not None else 0,
+        data_seed=cfg.seed if cfg.seed is not None else 0,
+        use_cpu=not cuda,
+        ddp_backend=("nccl" if cuda else "gloo") if world > 1 else None,
+        ddp_find_unused_parameters=False,
+        dataloader_drop_last=True,
+        dataloader_num_workers=0,
+        report_to="none",
+        disable_tqdm=True,
+        torch_compile=cfg.compile,
+        packing=cfg.dataset.packed,
+        packing_strategy="bfd",
+        max_length=cfg.max_seq_len if cfg.dataset.packed else None,
+        completion_only_loss=False,
+        dataset_num_proc=None,
+        remove_unused_columns=False,
+        average_tokens_across_devices=True,
+    )
+
+
+def checkpointing(on: bool) -> dict[str, Any]:
+    """Activation (gradient) checkpointing arguments, by the name this transformers uses."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    name = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
+    return {name: on, f"{name}_kwargs": {"use_reentrant": False} if on else None}
+
+
+@contextlib.contextmanager
+def lm_head_adapter_allowed(model: Any) -> Iterator[None]:
+    """Let SFTTrainer take a model with LoRA on ``lm_head`` (``apply_lora_to_output=True``).
+
+    TRL refuses it because its fused LM head reads ``lm_head.weight`` and would skip the
+    adapter; this trainer's loss is transformers' own over the model's logits (the adapter is
+    in them), so while the trainer is built the model shows TRL its plain output layer.
+    """
+    head = model.get_output_embeddings()
+    base = getattr(head, "base_layer", None)
+    if base is None:
+        yield
+        return
+    model.get_output_embeddings = lambda: base
+    try:
+        yield
+    finally:
+        del model.get_output_embeddings
+
+
+def make_trainer_class() -> Any:
+    """SFTTrainer without TRL's per-step metrics, with torchtune's weight decay and tokens/s."""
+    import torch
+    import transformers
+    from trl import SFTTrainer  # type: ignore[attr-defined]
+
+    class Trainer(SFTTrainer):
+        run: Run
+
+        def compute_loss(  # type: ignore[no-untyped-def]
+            self, model, inputs, return_outputs=False, num_items_in_batch=None
+        ):
+            ids = inputs["input_ids"]
+            mask = inputs.get("attention_mask")
+            self.run.tokens[0] += float(mask.sum()) if mask is not None else float(ids.numel())
+            self.run.tokens[1] += float(ids.numel())
+            return transformers.Trainer.compute_loss(
+                self, model, inputs, return_outputs, num_items_in_batch
+            )
+
+        def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+            # torchtune's total: every epoch's steps as run (max_steps_per_epoch shortens them)
+            total = self.run.cfg.epochs * self.run.epoch_steps
+            return super().create_scheduler(total, optimizer)
+
+        def get_decay_parameter_names(self, model: Any) -> list[str]:
+            return [name for name, _ in model.named_parameters()]
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            if "loss" in logs:
+                now = time.monotonic()
+                counts = torch.tensor(self.run.tokens, dtype=torch.float64)
+                if torch.distributed.is_available() and torch.distributed.is_initialized():
+                    torch.distributed.all_reduce(counts)
+                seconds = max(now - self.run.last_log, 1e-9)
+                logs["tokens_per_second"] = round(float(counts[0]) / seconds, 1)
+                logs["padded_tokens_per_second"] = round(float(counts[1]) / seconds, 1)
+                self.run.tokens = [0.0, 0.0]
+                self.run.last_log = now
+            transformers.Trainer.log(self, logs, start_time)
+
+    return Trainer
+
+
+def make_callback(run: Run) -> Any:
+    """The callback that prints the step lines, saves per epoch, and marks checkpoints."""
+    from transformers import TrainerCallback
+
+    cfg = run.cfg
+
+    class Progress(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            # progress and ETA (transformers' KubeflowCallback) over the steps that will run
+            state.max_steps = cfg.epochs * run.epoch_steps
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            optimizer = kw.get("optimizer")
+            if optimizer is not None:
+                run.step_lr = float(optimizer.param_groups[0]["lr"])
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            _, step = run.position(state.global_step)
+            if run.epoch_steps < run.steps_per_epoch and step == run.epoch_steps:
+                control.should_epoch_stop = True  # max_steps_per_epoch
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if not logs or "loss" not in logs or state.global_step == 0:
+                return
+            loss = float(logs["loss"])
+            epoch, step = run.position(state.global_step)
+            if not math.isfinite(loss):
+                raise TrainerError(
+                    f"loss is {loss} at epoch {epoch} step {step}; lower optimizer.lr or use "
+                    "dtype=fp32"
+                )
+            run.epoch_losses.setdefault(epoch, []).append(loss)
+            log(format_step(epoch, cfg.epochs, step, run.epoch_steps, loss, run.step_lr), run.rank)
+
+        def on_evaluate(
+            self, args: Any, state: Any, control: Any, metrics: Any = None, **kw: Any
+        ) -> None:
+            if metrics and "eval_loss" in metrics:
+                epoch, step = run.position(max(state.global_step, 1))
+                log(
+                    f"Epoch {epoch}/{cfg.epochs} step {step} eval loss {metrics['eval_loss']:.4f}",
+                    run.rank,
+                )
+
+        def on_epoch_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            run.epoch_started = time.monotonic()
+
+        def on_epoch_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            epoch, _ = run.position(max(state.global_step, 1))
+            losses = run.epoch_losses.get(epoch, [])
+            log(
+                format_epoch(epoch, cfg.epochs, losses, time.monotonic() - run.epoch_started),
+                run.rank,
+            )
+            if epoch < cfg.epochs:
+                # torchtune's layout: the model after each epoch, so a run stopped later keeps it
+                where = os.path.join(cfg.output_dir, f"epoch_{epoch - 1}")
+                run.trainer.save_model(where)
+                if run.rank == 0:
+                    run.tokenizer.save_pretrained(where)
+                log(
+                    f"saved epoch {epoch} {checkpoint.describe(cfg.recipe.method)} to {where}",
+                    run.rank,
+                )
+                control.should_save = True  # and a resumable checkpoint
+
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                dist.barrier()  # every rank's files (its RNG state) are written
+            if run.rank == 0:
+                where = checkpoint.mark_complete(args.output_dir, state.global_step)
+                epoch, _ = run.position(max(state.global_step, 1))
+                log(f"checkpoint at step {state.global_step} (epoch {epoch}) saved to {where}")
+
+    return Progress()
+
+
+def steps_per_epoch(batches: int, examples: int, cfg: config_mod.TrainConfig, world: int) -> int:
+    """Optimizer steps in one epoch, as transformers counts them: ``batches`` (this rank's full
+    batches) over ``gradient_accumulation_steps``, the last step taking what remains."""
+    if batches == 0:
+        raise TrainerError(
+            f"dataset too small: {examples} examples over {world} process(es) do not fill one "
+            f"batch of batch_size={cfg.batch_size} on each; lower batch_size or add rows"
+        )
+    accum = cfg.gradient_accumulation_steps
+    return batches // accum + int(batches % accum > 0)
