@@ -143,10 +143,24 @@ def _fields(cls: type) -> list[tuple[str, object]]:
     return out
 
 
+TRAINJOB_FIELDS: dict[str, list[tuple[str, object]]] = {
+    # trainjob's fine-tune knobs, after upstream's fields and optional (docs/fine-tuning.md)
+    "TorchTuneConfig": [
+        ("learning_rate", None),
+        ("gradient_accumulation_steps", None),
+        ("max_steps_per_epoch", None),
+        ("max_seq_len", None),
+        ("warmup_steps", None),
+        ("overrides", None),
+    ],
+}
+
+
 @pytest.mark.parametrize("name", sorted(UPSTREAM_FIELDS))
 def test_fields_order_and_defaults_are_upstreams(name):
+    """Upstream's fields first, in its order, with its defaults; trainjob's only after them."""
     cls = getattr(trainjob, name, None) or getattr(types, name)
-    assert _fields(cls) == UPSTREAM_FIELDS[name]
+    assert _fields(cls) == UPSTREAM_FIELDS[name] + TRAINJOB_FIELDS.get(name, [])
 
 
 def test_positional_arguments_mean_what_they_mean_upstream():

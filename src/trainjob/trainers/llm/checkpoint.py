@@ -112,8 +112,22 @@ def save_merged(model: Any, tokenizer: Any, output_dir: str) -> str:
     ``output_dir/merged`` (torchtune saves merged weights beside the adapter too)."""
     import copy
 
+    import torch
+
     where = os.path.join(output_dir, MERGED)
-    merged = copy.deepcopy(model).merge_and_unload()
+    work = copy.deepcopy(model)
+    base = work.get_base_model()
+    head = getattr(base.get_output_embeddings(), "base_layer", None)
+    embed = base.get_input_embeddings()
+    if head is not None and head.weight.data_ptr() == embed.weight.data_ptr():
+        # LoRA on a tied lm_head: merging into the shared matrix would change the input
+        # embeddings too; the merged model gets its own output matrix instead
+        head.weight = torch.nn.Parameter(embed.weight.detach().clone())
+        base.config.tie_word_embeddings = False
+        text = getattr(base.config, "get_text_config", None)
+        if text is not None:
+            text().tie_word_embeddings = False
+    merged = work.merge_and_unload()
     save(merged, tokenizer, Method.FULL, where)
     return where
 

@@ -67,6 +67,7 @@ def _env(*names: str) -> str | None:
 
 def _to_s3(output_dir: str, found: list[Path], uri: str) -> None:
     import boto3  # type: ignore[import-untyped]
+    from boto3.exceptions import S3UploadFailedError  # type: ignore[import-untyped]
     from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
@@ -82,7 +83,7 @@ def _to_s3(output_dir: str, found: list[Path], uri: str) -> None:
         key = "/".join(p for p in (prefix.strip("/"), path.relative_to(root).as_posix()) if p)
         try:
             client.upload_file(str(path), bucket, key)
-        except (BotoCoreError, ClientError) as exc:
+        except (BotoCoreError, ClientError, S3UploadFailedError) as exc:
             raise TrainerError(
                 f"export to {uri} failed at {key}: {str(exc).splitlines()[0]}; check the bucket "
                 "and the S3 credentials (ACCESS_KEY_ID, SECRET_ACCESS_KEY, ENDPOINT)"
