@@ -169,14 +169,12 @@ def test_num_proc_per_node(
 @pytest.mark.parametrize(
     ("trainer", "policy_nodes", "want"),
     [
-        pytest.param(None, 1, "1", id="one node by default"),
-        pytest.param(None, 3, "3", id="the runtime's numNodes without a trainer value"),
+        pytest.param({}, 1, "1", id="one node by default"),
+        pytest.param({}, 3, "3", id="the runtime's numNodes without a trainer value"),
         pytest.param({"numNodes": 2}, 3, "2", id="trainer numNodes wins over the runtime's"),
     ],
 )
-def test_pet_nnodes_and_parallelism(
-    trainer: dict[str, Any] | None, policy_nodes: int, want: str
-) -> None:
+def test_pet_nnodes_and_parallelism(trainer: dict[str, Any], policy_nodes: int, want: str) -> None:
     rt = runtime(ml_policy={"numNodes": policy_nodes, "torch": {}})
     plan = compile(trainjob(trainer=trainer), rt)
     assert node_env(plan)[c.TORCH_ENV_NUM_NODES] == want
@@ -208,15 +206,33 @@ def test_envs_are_trainer_env_first_then_pet_envs() -> None:
 
 
 def test_trainer_container_exposes_the_torch_port() -> None:
-    plan = compile(trainjob(), builtin("torch-distributed"))
+    plan = compile(trainjob(trainer={}), builtin("torch-distributed"))
     assert container_of(plan, "node", "node")["ports"] == [{"containerPort": 29500}]
 
 
-def test_pet_envs_without_a_trainer_section() -> None:
-    """Upstream sets no PET_* without spec.trainer; trainjob sets them so runtime commands work."""
-    env = node_env(compile(trainjob(), builtin("torch-distributed")))
-    assert env[c.TORCH_ENV_NUM_NODES] == "1"
-    assert env[c.TORCH_ENV_MASTER_ADDR] == "job-node-0-0.job"
+def test_no_pet_envs_or_port_without_a_trainer_section() -> None:
+    """Upstream torch.go sets PET_* and the port only when the TrainJob has spec.trainer."""
+    plan = compile(trainjob(), builtin("torch-distributed"))
+    assert node_env(plan) == {}
+    assert "ports" not in container_of(plan, "node", "node")
+    assert replicated_job(plan, "node")["template"]["spec"]["parallelism"] == 1
+
+
+def test_env_injection_without_a_trainer_section() -> None:
+    """envInjection targets get the PET_* envs whether or not spec.trainer is set."""
+    doc = builtin("torch-distributed").to_dict()
+    doc["spec"]["mlPolicy"]["torch"] = {
+        "envInjection": {"targets": [{"jobName": "node", "containerNames": ["preflight"]}]}
+    }
+    pod = doc["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod["spec"]["initContainers"] = [{"name": "preflight", "image": "busybox"}]
+    plan = compile(trainjob(), parse(doc))  # type: ignore[arg-type]
+    init = replicated_job(plan, "node")["template"]["spec"]["template"]["spec"]["initContainers"]
+    assert [e["name"] for e in init[0]["env"]][:2] == [
+        c.TORCH_ENV_NUM_NODES,
+        c.TORCH_ENV_NUM_PROC_PER_NODE,
+    ]
+    assert node_env(plan) == {}
 
 
 def test_plugin_is_idle_without_a_torch_policy() -> None:
@@ -351,22 +367,26 @@ def test_env_injection_leaves_unlisted_containers_alone() -> None:
     [
         pytest.param(
             {"jobName": "node", "containerNames": ["preflight", "missing"]},
-            "spec.mlPolicy.torch.envInjection.targets[0].containerNames[1]: Invalid value: "
-            '"missing": envInjection target podSet "node" container "missing" not found in '
+            'spec.runtimeRef: Invalid value: {"jobName":"node","containerNames":["preflight",'
+            '"missing"]}: envInjection target podSet "node" container "missing" not found in '
             "runtime template",
             id="a container the job does not have",
         ),
         pytest.param(
             {"jobName": "nope", "containerNames": ["x"]},
-            "spec.mlPolicy.torch.envInjection.targets[0].containerNames[0]: Invalid value: "
-            '"x": envInjection target podSet "nope" container "x" not found in runtime template',
+            'spec.runtimeRef: Invalid value: {"jobName":"nope","containerNames":["x"]}: '
+            'envInjection target podSet "nope" container "x" not found in runtime template',
             id="a job the runtime does not have",
         ),
     ],
 )
 def test_env_injection_missing_target(target: dict[str, Any], want: str) -> None:
+    """Refused at admission (upstream validateEnvInjectionTargets), not at every reconcile."""
+    tj = trainjob()
+    rt = injection_runtime([target])
+    assert [str(e) for e in validate(tj, rt)] == [want]
     with pytest.raises(InvalidError) as err:
-        compile(trainjob(), injection_runtime([target]))
+        compile(tj, rt)
     assert [str(e) for e in err.value.errors] == [want]
 
 

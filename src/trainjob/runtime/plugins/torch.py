@@ -4,10 +4,12 @@ Pod count from ``trainer.numNodes``. ``PET_NPROC_PER_NODE`` from ``trainer.numPr
 the v2.0/v2.1 ``torch.numProcPerNode``, else ``auto``; ``cpu``, or ``auto`` on a node without GPUs,
 becomes the node's CPU count (requests, else limits, rounded up; at least 1), read from
 ``trainer.resourcesPerNode`` when set, else from the runtime's ``node`` container. Env order on
-container ``node``: ``trainer.env`` first, then the ``PET_*`` envs (so they win). The master
+container ``node``: ``trainer.env`` first, then the ``PET_*`` envs (so they win), and port 29500;
+both only when the TrainJob has ``spec.trainer``, as upstream's ``torch.go`` does. The master
 address is the first trainer pod's stable DNS name. A trainer command of ``tune run`` gets no
 master envs; :mod:`trainjob.runtime.plugins.torchtune` rewrites the command instead.
-v2.3 ``torch.envInjection`` copies every ``PET_*`` env into other listed containers.
+v2.3 ``torch.envInjection`` copies every ``PET_*`` env into other listed containers; a target
+container the runtime lacks is a field error at admission (upstream's text, on ``spec.runtimeRef``).
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ class Torch:
         errors: list[FieldError] = []
         if info is None or info.ml_policy is None or info.ml_policy.torch is None:
             return errors
+        errors.extend(_env_injection_errors(info))
         trainer = new.spec.trainer
         if trainer is None:
             return errors
@@ -129,7 +132,9 @@ class Torch:
         count = ps.count if ps is not None else 1
         npp = num_proc_per_node(info, trainjob)
         name = trainjob.metadata.name or ""
-        node = ps.container(c.CONTAINER_NODE) if ps is not None else None
+        # Upstream torch.go: the trainer's node container gets env and port only when the
+        # TrainJob has spec.trainer (envInjection targets get them either way).
+        node = ps.container(c.CONTAINER_NODE) if ps is not None and trainer is not None else None
         if node is not None:
             env: list[Obj] = node.setdefault("env", [])
             if trainer is not None and trainer.env:
@@ -152,6 +157,29 @@ class Torch:
                 {"containerPort": c.CONTAINER_TRAINER_PORT},
             )
         _inject(info, name, count, npp)
+
+
+def _env_injection_errors(info: Info) -> list[FieldError]:
+    """Upstream ``validateEnvInjectionTargets``: every target container must exist (checked at
+    admission, on ``spec.runtimeRef`` as upstream does, so a TrainJob is refused at once instead
+    of failing every reconcile)."""
+    torch_policy = info.ml_policy.torch if info.ml_policy else None
+    if torch_policy is None or torch_policy.env_injection is None:
+        return []
+    errors = []
+    for target in torch_policy.env_injection.targets or ():
+        ps = info.pod_set(target.job_name)
+        for cname in target.container_names:
+            if ps is None or ps.any_container(cname) is None:
+                errors.append(
+                    FieldError.invalid(
+                        "spec.runtimeRef",
+                        target,
+                        f'envInjection target podSet "{target.job_name}" container "{cname}" '
+                        "not found in runtime template",
+                    )
+                )
+    return errors
 
 
 def _inject(info: Info, name: str, count: int, npp: int | str) -> None:
