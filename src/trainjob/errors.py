@@ -38,8 +38,15 @@ class ErrorType(StrEnum):
 _OMIT = object()
 
 
+class GoStruct(dict[str, Any]):
+    """A dict that stands for a Go struct: :func:`format_value` prints its keys in this order
+    (Go's ``encoding/json`` prints struct fields in declaration order, map keys sorted)."""
+
+
 def format_value(value: Any) -> str:
-    """Render a bad value the way Kubernetes' field errors do (strings quoted, numbers bare)."""
+    """Render a bad value the way Kubernetes' field errors do (strings quoted, numbers bare,
+    anything else as Go's ``json.Marshal`` would print the typed value: an API model's fields in
+    declaration order, only those the input set, maps with sorted keys)."""
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, bool):
@@ -48,12 +55,34 @@ def format_value(value: Any) -> str:
         return str(value)
     if value is None:
         return "null"
-    if hasattr(value, "model_dump"):
-        value = value.model_dump(by_alias=True, exclude_none=True, mode="json")
     try:
-        return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+        text = json.dumps(_go_ordered(value), default=str, separators=(",", ":"))
     except (TypeError, ValueError):  # pragma: no cover - defensive
         return repr(value)
+    # Go escapes these three for HTML safety.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _go_ordered(value: Any) -> Any:
+    """``value`` as plain data whose dict order is the order Go would print: API models become
+    :class:`GoStruct` (fields in declaration order, unset ones left out), other dicts are maps."""
+    if hasattr(type(value), "model_fields") and hasattr(value, "model_dump"):
+        out = GoStruct()
+        for name, info in type(value).model_fields.items():
+            v = getattr(value, name)
+            if v is not None:
+                out[info.alias or name] = _go_ordered(v)
+        for k, v in sorted((getattr(value, "model_extra", None) or {}).items()):
+            if v is not None:
+                out[k] = _go_ordered(v)
+        return out
+    if isinstance(value, GoStruct):
+        return GoStruct((k, _go_ordered(v)) for k, v in value.items())
+    if isinstance(value, dict):
+        return {k: _go_ordered(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [_go_ordered(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -64,6 +93,11 @@ class FieldError:
     field: str
     detail: str = ""
     bad_value: Any = _OMIT
+
+    def __post_init__(self) -> None:
+        # API models are kept as the data Go would print (equal to their dict form).
+        if self.bad_value is not _OMIT and not isinstance(self.bad_value, str | int | float):
+            object.__setattr__(self, "bad_value", _go_ordered(self.bad_value))
 
     def __str__(self) -> str:
         head = f"{self.field}: {self.type.value}"

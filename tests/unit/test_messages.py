@@ -36,7 +36,7 @@ MPI = "mpi-distributed"
 LLAMA_1B = "torchtune-llama3.2-1b"
 QWEN = "torchtune-qwen2.5-1.5b"
 TUNE = ["tune", "run"]
-REF = '{"apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime","name":"custom"}'
+REF = '{"name":"custom","apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime"}'
 
 
 def check(tj: TrainJob, rt: Runtime | None = None, old: TrainJob | None = None) -> list[str]:
@@ -126,7 +126,7 @@ def patch(job: str, *, containers: list[Obj] | None = None, init: list[Obj] | No
 def patch_value(p: Obj) -> str:
     """``spec.runtimePatches`` as the error prints it (the whole list, as stored)."""
     tj = trainjob(TORCH, runtimePatches=[p])
-    return format_value([pp.to_dict() for pp in tj.spec.runtime_patches or []])
+    return format_value(list(tj.spec.runtime_patches or []))
 
 
 def volcano_errors(
@@ -172,8 +172,8 @@ TRAINJOB_CRD: list[Any] = [
     ),
     pytest.param(
         lambda: check(trainjob(TORCH, name="job"), builtin(TORCH), trainjob(LLAMA_1B)),
-        'spec.runtimeRef: Invalid value: {"apiGroup":"trainer.kubeflow.org",'
-        '"kind":"ClusterTrainingRuntime","name":"torch-distributed"}: field is immutable',
+        'spec.runtimeRef: Invalid value: {"name":"torch-distributed",'
+        '"apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime"}: field is immutable',
         id="runtimeRef is immutable",
     ),
     pytest.param(
@@ -240,7 +240,7 @@ TRAINJOB_CRD: list[Any] = [
     ),
     pytest.param(
         lambda: check(trainjob(TORCH, runtimePatches=[{"manager": "tuner"}])),
-        'spec.runtimePatches[0].manager: Invalid value: "tuner": '
+        'spec.runtimePatches.manager: Invalid value: "tuner": '
         'must be a domain-prefixed path (such as "acme.io/foo")',
         id="a patch manager is a domain-prefixed path",
     ),
@@ -394,7 +394,8 @@ RUNTIME_RULES: list[Any] = [
             )
         ),
         "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: "
-        'Invalid value: ["init"]: must contain the required container for the ancestor: '
+        'Invalid value: [{"name":"init","image":"trainer:test","resources":{}}]: '
+        "must contain the required container for the ancestor: "
         "model-initializer",
         id="an ancestor job has its required container",
     ),
@@ -415,7 +416,7 @@ PLUGINS: list[Any] = [
         id="Torch: v2.0 numProcPerNode word is auto, cpu or gpu",
     ),
     pytest.param(
-        lambda: compile_errors(
+        lambda: check(
             tj_on_custom(),
             custom(
                 ml_policy={
@@ -427,7 +428,7 @@ PLUGINS: list[Any] = [
                 }
             ),
         ),
-        'spec.mlPolicy.torch.envInjection.targets[0].containerNames[0]: Invalid value: "metrics": '
+        'spec.runtimeRef: Invalid value: {"jobName":"node","containerNames":["metrics"]}: '
         'envInjection target podSet "node" container "metrics" not found in runtime template',
         id="Torch: envInjection targets an existing container",
     ),
@@ -487,7 +488,7 @@ PLUGINS: list[Any] = [
                 },
             )
         ),
-        'spec.trainer.resourcesPerNode: Invalid value: {"limits":{"nvidia.com/gpu":2}}: '
+        'spec.trainer.resourcesPerNode: Invalid value: {"limits":{"nvidia.com/gpu":"2"}}: '
         "must have gpu resource with value 1 for llama3_2/1B model when using QLoRA",
         id="TorchTune: QLoRA on llama uses one GPU",
     ),
@@ -628,7 +629,7 @@ PLUGINS: list[Any] = [
                 podTemplateOverrides=[{"targetJobs": [{"name": "worker"}], "spec": {}}],
             )
         ),
-        'spec.podTemplateOverrides: Invalid value: [{"spec":{},"targetJobs":[{"name":"worker"}]}]: '
+        'spec.podTemplateOverrides: Invalid value: [{"targetJobs":[{"name":"worker"}],"spec":{}}]: '
         "must not have targetJob that doesn't exist in the runtime job template",
         id="JobSet: a v2.1 podTemplateOverride targets an existing job",
     ),
@@ -672,8 +673,8 @@ WEBHOOK: list[Any] = [
         lambda: check(
             trainjob(TORCH, runtimeRef={"name": TORCH, "apiGroup": "example.com"}), builtin(TORCH)
         ),
-        'spec.runtimeRef: Invalid value: {"apiGroup":"example.com","kind":"ClusterTrainingRuntime",'
-        '"name":"torch-distributed"}: unsupported runtime: ClusterTrainingRuntime.example.com',
+        'spec.runtimeRef: Invalid value: {"name":"torch-distributed","apiGroup":"example.com",'
+        '"kind":"ClusterTrainingRuntime"}: unsupported runtime: ClusterTrainingRuntime.example.com',
         id="a runtime of another group is unsupported",
     ),
     pytest.param(

@@ -294,7 +294,8 @@ def test_an_invalid_runtime_is_reported_once_and_its_trainjobs_are_skipped(
     assert err == (
         'The ClusterTrainingRuntime "mine" is invalid: '
         "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: "
-        'Invalid value: ["main"]: must contain the required container for the ancestor: trainer\n'
+        'Invalid value: [{"name":"main","image":"custom:1","resources":{}}]: '
+        "must contain the required container for the ancestor: trainer\n"
     )
 
 

@@ -15,7 +15,7 @@ from trainjob.api import meta
 from trainjob.api.base import to_dict
 from trainjob.api.core import EnvVar
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
-from trainjob.errors import FieldError
+from trainjob.errors import FieldError, GoStruct
 
 RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -160,11 +160,11 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
         errs.append(FieldError.too_many("spec.runtimePatches", len(patches), MAX_PATCHES))
     seen: set[str] = set()
     for i, p in enumerate(patches):
-        path = f"spec.runtimePatches[{i}].manager"
         if p.manager in seen:
             errs.append(FieldError.duplicate(f"spec.runtimePatches[{i}]", {"manager": p.manager}))
         seen.add(p.manager)
-        errs.extend(validate_domain_prefixed_path(path, p.manager))
+        # Upstream's JobSet plugin names the field without the index (its text, verbatim).
+        errs.extend(validate_domain_prefixed_path("spec.runtimePatches.manager", p.manager))
     for fld, items in (
         ("runtimePatches", spec.runtime_patches),
         ("podSpecOverrides", spec.pod_spec_overrides),
@@ -179,7 +179,7 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
         errs.append(
             FieldError.invalid(
                 "status.trainerStatus",
-                to_dict(trainer_status),
+                trainer_status,
                 "lastUpdatedTime is required when trainerStatus is present",
             )
         )
@@ -268,11 +268,7 @@ def _validate_immutable(old: TrainJob, new: TrainJob) -> list[FieldError]:
     )
     for path, a, b in checks:
         if a != b:
-            errs.append(
-                FieldError.invalid(
-                    path, to_dict(b) if hasattr(b, "model_dump") else b, "field is immutable"
-                )
-            )
+            errs.append(FieldError.invalid(path, b, "field is immutable"))
     return errs
 
 
@@ -283,7 +279,7 @@ def validate_runtime_ref(tj: TrainJob, runtime: Runtime) -> list[FieldError]:
     if ref.api_group not in (None, c.GROUP):
         errs.append(
             FieldError.invalid(
-                "spec.runtimeRef", to_dict(ref), f"unsupported runtime: {ref.kind}.{ref.api_group}"
+                "spec.runtimeRef", ref, f"unsupported runtime: {ref.kind}.{ref.api_group}"
             )
         )
     if (ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND) != runtime.kind:
@@ -314,7 +310,7 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
         if len(set_policies) > 1:
             errs.append(
                 FieldError.invalid(
-                    "spec.mlPolicy", to_dict(policy), "Only one of the policy can be configured"
+                    "spec.mlPolicy", policy, "Only one of the policy can be configured"
                 )
             )
         if policy.num_nodes is not None and policy.num_nodes < 1:
@@ -341,7 +337,7 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
                 errs.append(
                     FieldError.invalid(
                         "spec.mlPolicy",
-                        to_dict(policy),
+                        policy,
                         "numNodes should not be set if torch.elasticPolicy is configured",
                     )
                 )
@@ -390,7 +386,7 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
     if pgp is not None and pgp.coscheduling is not None and pgp.volcano is not None:
         errs.append(
             FieldError.invalid(
-                "spec.podGroupPolicy", to_dict(pgp), "Only one of the policy can be configured"
+                "spec.podGroupPolicy", pgp, "Only one of the policy can be configured"
             )
         )
     rjobs = rt.spec.template.spec.replicated_jobs or []
@@ -412,8 +408,47 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
             errs.append(
                 FieldError.invalid(
                     f"{base}.template.spec.template.spec.containers",
-                    [ctr.name for ctr in containers],
+                    [go_container(ctr) for ctr in containers],
                     f"must contain the required container for the ancestor: {ancestor}",
                 )
             )
     return errs
+
+
+# Go's field order of the core/v1 types a runtime's container holds (k8s.io/api/core/v1), so a
+# container prints as upstream's error prints the typed object; ``resources`` is a struct, so Go
+# prints it even when empty.
+_GO_FIELDS: dict[str, tuple[str, ...]] = {
+    "container": (
+        "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
+        "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices",
+        "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+        "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce",
+        "tty",
+    ),
+    "ports": ("name", "hostPort", "containerPort", "protocol", "hostIP"),
+    "env": ("name", "value", "valueFrom"),
+    "resources": ("limits", "requests", "claims"),
+    "volumeMounts": (
+        "name", "readOnly", "recursiveReadOnly", "mountPath", "subPath", "mountPropagation",
+        "subPathExpr",
+    ),
+}  # fmt: skip
+
+
+def _go_struct(value: dict[str, Any], kind: str) -> GoStruct:
+    order = _GO_FIELDS[kind]
+    out = GoStruct((k, value[k]) for k in order if k in value)
+    out.update((k, value[k]) for k in sorted(value) if k not in out)
+    return out
+
+
+def go_container(ctr: Any) -> GoStruct:
+    """A container as Go's ``json.Marshal`` prints a ``corev1.Container`` (field order, and
+    ``resources`` always there), for errors that print whole containers as upstream's do."""
+    d = to_dict(ctr) if hasattr(ctr, "model_dump") else dict(ctr)
+    d["resources"] = _go_struct(d.get("resources") or {}, "resources")
+    for key in ("ports", "env", "volumeMounts"):
+        if isinstance(d.get(key), list):
+            d[key] = [_go_struct(v, key) if isinstance(v, dict) else v for v in d[key]]
+    return _go_struct(d, "container")

@@ -118,7 +118,7 @@ class JobSet:
             for ctr in ps.pod_spec.get("containers") or ():
                 names[ctr.get("name", "")] = ctr
             containers[ps.name] = names
-        ref = to_dict(new.spec.runtime_ref)
+        ref = new.spec.runtime_ref  # printed as Go prints the struct: name, apiGroup, kind
         init = new.spec.initializer
         for kind, cfg, conf_name in (
             (c.JOB_DATASET_INITIALIZER, init.dataset if init else None, "datasetConfig"),
@@ -186,7 +186,7 @@ def _validate_patches(new: TrainJob, names: dict[str, set[str]]) -> list[FieldEr
         for rjob in (tmpl.spec.replicated_jobs or []) if tmpl and tmpl.spec else []:
             pod = rjob.template.spec.template if rjob.template and rjob.template.spec else None
             targets.append((rjob.name, pod.spec if pod else None))
-    value = [to_dict(p) for p in patches]
+    value: list[object] = list(patches)
     return _validate_targets(RUNTIME_PATCHES_PATH, value, targets, names, "replicated job")
 
 
@@ -198,14 +198,14 @@ def _validate_overrides(new: TrainJob, names: dict[str, set[str]]) -> list[Field
         (t.name, o) for o in spec_overrides for t in o.target_jobs
     ]
     if targets:
-        value = [to_dict(o) for o in spec_overrides]
+        value: list[object] = list(spec_overrides)
         errors.extend(
             _validate_targets(POD_SPEC_OVERRIDES_PATH, value, targets, names, "targetJob")
         )
     tmpl_overrides = new.spec.pod_template_overrides or []
     targets = [(t.name, o.spec) for o in tmpl_overrides for t in o.target_jobs]
     if targets:
-        value = [to_dict(o) for o in tmpl_overrides]
+        value = list(tmpl_overrides)
         errors.extend(
             _validate_targets(POD_TEMPLATE_OVERRIDES_PATH, value, targets, names, "targetJob")
         )
@@ -214,7 +214,7 @@ def _validate_overrides(new: TrainJob, names: dict[str, set[str]]) -> list[Field
 
 def _validate_targets(
     path: str,
-    value: list[Obj],
+    value: Sequence[object],
     targets: Sequence[tuple[str, PodSpecLike | None]],
     names: dict[str, set[str]],
     job_noun: str,

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trainjob.api import constants as c
-from trainjob.api.base import to_dict
+from trainjob.api.core import ResourceRequirements
 from trainjob.api.trainer import TrainJob
-from trainjob.errors import FieldError
+from trainjob.errors import FieldError, GoStruct
+from trainjob.runtime import quantity
 
 NumProc = int | str
 """A resolved ``numProcPerNode``: a count, or ``auto``/``gpu`` left for torchrun to resolve."""
@@ -178,7 +179,7 @@ def validate(trainjob: TrainJob, gpus: int) -> list[FieldError]:
             c.TORCHTUNE_MODEL_LLAMA3_2_1B,
             c.TORCHTUNE_MODEL_LLAMA3_2_3B,
         ):
-            rpn = to_dict(trainer.resources_per_node) if trainer.resources_per_node else None
+            rpn = _go_resources(trainer.resources_per_node)
             errors.append(
                 FieldError.invalid(
                     "spec.trainer.numProcPerNode",
@@ -213,3 +214,22 @@ def validate(trainjob: TrainJob, gpus: int) -> list[FieldError]:
                 )
             )
     return errors
+
+
+def _go_resources(rr: ResourceRequirements | None) -> GoStruct | None:
+    """``resourcesPerNode`` as upstream's error prints it: quantities as canonical strings."""
+    if rr is None:
+        return None
+    out = GoStruct()
+    for kind in ("limits", "requests"):
+        values = getattr(rr, kind)
+        if values:
+            out[kind] = {k: _canonical(v) for k, v in values.items()}
+    return out
+
+
+def _canonical(value: str | int | float) -> str | int | float:
+    try:
+        return str(quantity.parse(value))
+    except quantity.QuantityError:
+        return value

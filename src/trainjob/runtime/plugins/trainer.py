@@ -62,6 +62,6 @@ def reserved_envs_error(trainer: Trainer, reserved: Collection[str]) -> FieldErr
         return None
     return FieldError.invalid(
         "spec.trainer.env",
-        [to_dict(e) for e in trainer.env or ()],
+        list(trainer.env or ()),
         f"must not have reserved envs, invalid envs configured: [{' '.join(names)}]",
     )
