@@ -47,7 +47,7 @@ from trainjob.runtime import smp
 from trainjob.runtime.framework import Framework
 from trainjob.runtime.info import Info, PodSet, iter_containers
 from trainjob.runtime.plan import Plan
-from trainjob.runtime.plugins import REGISTRY
+from trainjob.runtime.plugins import REGISTRY, volcano
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,8 @@ def _apply_trainer(ps: PodSet, trainjob: TrainJob, *, resources: bool) -> None:
         node["image"] = trainer.image
     if node.get("command") is not None:
         ps.runtime_command = list(node["command"])
+    if node.get("args") is not None:
+        ps.runtime_args = list(node["args"])
     if trainer.command is not None:
         node["command"] = list(trainer.command)
     if trainer.args is not None:
@@ -175,9 +177,16 @@ def merge_resources(ctr: dict[str, Any], trainjob_trainer: Any) -> None:
 
 
 def validate(
-    trainjob: TrainJob, runtime: Runtime | None, old: TrainJob | None = None
+    trainjob: TrainJob,
+    runtime: Runtime | None,
+    old: TrainJob | None = None,
+    *,
+    priority_class_error: volcano.PriorityClassLookup | None = None,
 ) -> list[FieldError]:
-    """Every field error of ``trainjob`` against ``runtime`` (empty when it compiles)."""
+    """Every field error of ``trainjob`` against ``runtime`` (empty when it compiles).
+
+    ``priority_class_error`` lets the Volcano plugin check that a runtime's PriorityClass exists
+    (the admission webhook passes a cluster lookup; without one the check is skipped)."""
     errors = validation.validate_trainjob(trainjob, old)
     if runtime is None:
         return errors
@@ -187,7 +196,15 @@ def validate(
     except InvalidError as e:
         errors.extend(e.errors)
         info = None
-    errors.extend(framework().validate(info, old, trainjob))
+    fwk = framework()
+    if priority_class_error is not None:
+        fwk = Framework.new(
+            [
+                volcano.Volcano(priority_class_error) if name == volcano.NAME else factory()
+                for name, factory in REGISTRY.items()
+            ]
+        )
+    errors.extend(fwk.validate(info, old, trainjob))
     return errors
 
 

@@ -57,6 +57,8 @@ class PodSet:
     endpoints: Sequence[str] = ()
     runtime_command: list[str] | None = None
     """Command of the trainer's ``node`` container as the runtime had it, before ``trainer.command``."""
+    runtime_args: list[str] | None = None
+    """Its args as the runtime had them, before ``trainer.args`` (Flux keeps them)."""
 
     @property
     def pod_spec(self) -> Obj:

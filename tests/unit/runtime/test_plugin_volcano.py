@@ -154,3 +154,15 @@ def test_priority_class_validation(classes: tuple[str, ...], lookup: Any, want: 
     tj = trainjob(name="vj")
     info = build_info(tj, volcano_runtime(priority_classes=classes))
     assert [str(e) for e in Volcano(lookup).validate(info, None, tj)] == want
+
+
+def test_validate_checks_priority_classes_only_with_a_lookup() -> None:
+    """``runtime.validate`` runs the PriorityClass check when given a lookup (the webhook)."""
+    tj = trainjob(name="vj")
+    rt = volcano_runtime(priority_classes=("nope",))
+    assert [str(e) for e in validate(tj, rt)] == []
+    errors = validate(tj, rt, priority_class_error=lambda name: f"{name} is gone")
+    assert [str(e) for e in errors] == [
+        'spec.templateSpec.priorityClassName: Invalid value: "nope": '
+        'PriorityClass "nope" doesn\'t exist: nope is gone'
+    ]

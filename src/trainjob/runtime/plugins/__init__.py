@@ -1,7 +1,7 @@
 """The plugin registry: name -> factory, the single list of plugins (upstream ``registry.go``).
 
 Order matters only for the order of objects in a Plan: PodGroups, then MPI's Secret and
-ConfigMap, then the JobSet.
+ConfigMap, then Flux's ConfigMap and Secret, then the JobSet.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from trainjob.runtime.plugins import (
     coscheduling,
+    flux,
     jax,
     jobset,
     mpi,
@@ -28,5 +29,6 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     torch.NAME: torch.Torch,
     jax.NAME: jax.JAX,
     xgboost.NAME: xgboost.XGBoost,
+    flux.NAME: flux.Flux,
     jobset.NAME: jobset.JobSet,
 }
