@@ -367,7 +367,7 @@ def test_a_missing_runtime_sets_a_condition_and_an_event_then_recovers(
     assert event["type"] == "Warning" and event["action"] == "Reconciling"
     assert event["note"] == "TrainJob resources reconciliation failed: " + message
     assert event["regarding"]["name"] == "early" and event["regarding"]["kind"] == "TrainJob"
-    assert event["reportingController"] == "trainer.kubeflow.org/trainjob-controller"
+    assert event["reportingController"] == "trainer-trainjob-controller"
     assert kube.get_or_none(r.JOBSETS, "early", namespace) is None
 
     rt = builtin_runtime("torch-distributed")

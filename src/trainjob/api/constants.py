@@ -175,13 +175,13 @@ XGBOOST_ENV_TASK_ID = "DMLC_TASK_ID"
 XGBOOST_ENV_NUM_WORKER = "DMLC_NUM_WORKER"
 
 # Controller and webhooks (upstream pkg/controller, pkg/runtime/core, pkg/webhooks)
-CONTROLLER_NAME = MANAGED_BY_TRAINER
+# The Events' reportingController: upstream's recorder name (pkg/controller/setup.go).
+CONTROLLER_NAME = "trainer-trainjob-controller"
 RUNTIME_SNAPSHOT_SUFFIX = "-runtime-snapshot"
 RUNTIME_SNAPSHOT_KEY = "runtime"
 EVENT_RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
 EVENT_ACTION_RECONCILING = "Reconciling"
 RESOURCES_RECONCILIATION_FAILED = "TrainJob resources reconciliation failed: "
 RUNTIME_DEPRECATION_POLICY_URL = (
-    "https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/"
-    "#runtime-deprecation-policy"
+    "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
 )

@@ -74,6 +74,12 @@ CLUSTER_RULES = (
         ("list", "watch", "create", "patch"),
         "PodGroup apply; metadata informers",
     ),
+    Rule(
+        ("scheduling.k8s.io",),
+        ("priorityclasses",),
+        ("get",),
+        "the TrainJob webhook checks a Volcano runtime's PriorityClass exists (upstream's rule)",
+    ),
     Rule(("events.k8s.io",), ("events",), ("create", "patch"), "events and their series"),
     Rule(("",), ("events",), ("create", "patch"), "core/v1 events where events.k8s.io is absent"),
     Rule(

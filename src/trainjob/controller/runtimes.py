@@ -143,7 +143,15 @@ def fetch_runtime(client: Client, trainjob: Obj) -> Obj:
     try:
         return client.get(resource, name, trainjob["metadata"]["namespace"])
     except NotFound as e:
-        raise RuntimeNotFoundError(f"{not_found_prefix(resource)}: {e.message}") from e
+        msg = f"{not_found_prefix(resource)}: {not_found_message(resource, name)}"
+        raise RuntimeNotFoundError(msg) from e
+
+
+def not_found_message(resource: r.Resource, name: str) -> str:
+    """Upstream's text for a runtime it does not find: ``TrainingRuntime.trainer.kubeflow.org "x"
+    not found``, the kind and not the resource (controller-runtime's cache reader builds its
+    NotFound from the GroupVersionKind), in the webhook's refusal and the reconcile's event."""
+    return f'{resource.kind}.{resource.group} "{name}" not found'
 
 
 def not_found_prefix(resource: r.Resource) -> str:

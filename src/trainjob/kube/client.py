@@ -323,8 +323,11 @@ class Client:
         params = {"fieldManager": field_manager, "force": "true" if force else None}
         if dry_run:
             params["dryRun"] = "All"
+        # The apply body is parsed as YAML, whose parser refuses JSON's \uD83C-style surrogate
+        # escapes: characters past the BMP (an emoji in a script) go as UTF-8 instead.
+        body = json.dumps(obj, ensure_ascii=False)
         result: Obj = self.request(
-            "PATCH", path, params=params, body=json.dumps(obj), content_type=APPLY_PATCH
+            "PATCH", path, params=params, body=body, content_type=APPLY_PATCH
         )
         return result
 

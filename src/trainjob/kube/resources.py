@@ -70,6 +70,9 @@ NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+PRIORITY_CLASSES = Resource(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
+)
 VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     "admissionregistration.k8s.io",
     "v1",

@@ -183,8 +183,8 @@ def test_deprecated_runtimes_warn_on_create(kind: str, operation: str, warned: b
     assert verdict.allowed
     want = [
         f'{kind} "rt" is deprecated and will be removed in a future release of Kubeflow Trainer. '
-        "See runtime deprecation policy: https://www.kubeflow.org/docs/components/trainer/"
-        "operator-guides/runtime/#runtime-deprecation-policy"
+        "See runtime deprecation policy: https://trainer.kubeflow.org/en/latest/"
+        "operator-guides/runtime.html#runtime-deprecation-policy"
     ]
     assert verdict.warnings == (want if warned else [])
 

@@ -61,6 +61,23 @@ def test_apply_sends_an_apply_patch_with_our_field_manager_and_force() -> None:
     assert req.headers["Authorization"] == "Bearer tok"
 
 
+def test_apply_sends_characters_past_the_bmp_as_utf8_not_surrogate_escapes() -> None:
+    """The apiserver parses an apply body as YAML, which refuses JSON's \\uD83C escapes (found
+    by the differential test: Flux's entrypoint script holds emoji)."""
+    seen: list[bytes] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req.content)
+        return httpx.Response(200, json=json.loads(req.content))
+
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"},
+           "data": {"entrypoint.sh": 'echo "\U0001F300 flux"'}}  # fmt: skip
+    client(handler).apply(obj)
+    assert b"\\ud83c" not in seen[0].lower()
+    assert "\U0001f300".encode() in seen[0]
+    assert json.loads(seen[0]) == obj
+
+
 def test_status_patches_go_to_the_status_subresource_as_merge_patches() -> None:
     seen: list[httpx.Request] = []
 

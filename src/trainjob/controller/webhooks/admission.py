@@ -38,10 +38,10 @@ from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 from trainjob.controller import runtimes
-from trainjob.errors import ErrorType, FieldError, InvalidError
+from trainjob.errors import ErrorType, FieldError, GoStruct, InvalidError
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
-from trainjob.kube.errors import ApiError, NotFound, not_found_message
+from trainjob.kube.errors import ApiError, NotFound
 from trainjob.runtime.compiler import validate as compile_validate
 from trainjob.runtime.plugins.jobset import patches_without_time
 
@@ -247,7 +247,9 @@ class Admission:
                 "removed in a future release of Kubeflow Trainer. See runtime deprecation policy: "
                 f"{c.RUNTIME_DEPRECATION_POLICY_URL}"
             )
-        field_errors = compile_validate(new, runtime, old)
+        field_errors = compile_validate(
+            new, runtime, old, priority_class_error=self._priority_class_error
+        )
         if old is not None and not field_errors:
             field_errors.extend(self._active_jobset_errors(old, new))
         if field_errors:
@@ -255,6 +257,14 @@ class Admission:
             verdict.warnings = warnings
             return verdict
         return Verdict(warnings=warnings)
+
+    def _priority_class_error(self, name: str) -> str | None:
+        """None when the PriorityClass exists, else upstream's reason (the cache's NotFound)."""
+        try:
+            self.client.get(r.PRIORITY_CLASSES, name)
+        except NotFound:
+            return f'{r.PRIORITY_CLASSES.kind}.{r.PRIORITY_CLASSES.group} "{name}" not found'
+        return None
 
     def _runtime_for(self, obj: Obj, update: bool) -> tuple[Obj | None, list[FieldError]]:
         """The runtime to validate against: the snapshot (updates), else the live one."""
@@ -283,11 +293,13 @@ class Admission:
             cached = self.cached_runtime(resource, ns, name) if self.cached_runtime else None
             return cached or self.client.get(resource, name, ns), []
         except NotFound:
-            msg = not_found_message(resource.plural, resource.group, str(ref.get("name", "")))
+            msg = runtimes.not_found_message(resource, str(ref.get("name", "")))
+            # Printed as Go prints the RuntimeRef struct: name, apiGroup, kind.
+            value = GoStruct((k, ref[k]) for k in ("name", "apiGroup", "kind") if k in ref)
             return None, [
                 FieldError.invalid(
                     path,
-                    ref,
+                    value,
                     f"{msg}: specified {what} must be created before the TrainJob is created",
                 )
             ]
