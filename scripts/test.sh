@@ -21,5 +21,7 @@ echo "==> test control plane (etcd + kube-apiserver from Go modules; cached afte
 bash hack/build-control-plane.sh
 echo "==> deployment tools (helm, kustomize from Go modules; cached)"
 bash hack/build-tools.sh
+echo "==> upstream trainer-controller-manager (the differential test's oracle; cached)"
+bash hack/build-upstream-controller.sh
 echo "==> pytest"
 .venv/bin/pytest -q "$@"
