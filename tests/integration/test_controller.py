@@ -350,7 +350,7 @@ def test_a_missing_runtime_sets_a_condition_and_an_event_then_recovers(
         lambda: conditions(kube, "early", namespace).get("RuntimeNotFound"), what="RuntimeNotFound"
     )
     message = (
-        'TrainingRuntime specified in TrainJob is not found: trainingruntimes.trainer.kubeflow.org "later" '
+        'TrainingRuntime specified in TrainJob is not found: TrainingRuntime.trainer.kubeflow.org "later" '
         "not found"
     )
     assert (cond["status"], cond["reason"], cond["message"]) == (

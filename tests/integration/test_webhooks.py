@@ -40,16 +40,16 @@ def namespaced_runtime(namespace: str, name: str = "rt", **changes: Any) -> Obj:
     [
         pytest.param(
             {"runtimeRef": {"name": "nope"}},
-            'spec.RuntimeRef: Invalid value: {"apiGroup":"trainer.kubeflow.org",'
-            '"kind":"ClusterTrainingRuntime","name":"nope"}: clustertrainingruntimes.trainer.kubeflow.org '
+            'spec.RuntimeRef: Invalid value: {"name":"nope","apiGroup":"trainer.kubeflow.org",'
+            '"kind":"ClusterTrainingRuntime"}: ClusterTrainingRuntime.trainer.kubeflow.org '
             '"nope" not found: specified clusterTrainingRuntime must be created before the TrainJob is '
             "created",
             id="a missing ClusterTrainingRuntime",
         ),
         pytest.param(
             {"runtimeRef": {"name": "nope", "kind": "TrainingRuntime"}},
-            'spec.runtimeRef: Invalid value: {"apiGroup":"trainer.kubeflow.org",'
-            '"kind":"TrainingRuntime","name":"nope"}: trainingruntimes.trainer.kubeflow.org "nope" not '
+            'spec.runtimeRef: Invalid value: {"name":"nope","apiGroup":"trainer.kubeflow.org",'
+            '"kind":"TrainingRuntime"}: TrainingRuntime.trainer.kubeflow.org "nope" not '
             "found: specified trainingRuntime must be created before the TrainJob is created",
             id="a missing TrainingRuntime",
         ),
