@@ -243,8 +243,8 @@ def custom_trainer(
     """``spec.trainer`` for a CustomTrainer or CustomTrainerContainer (``venv``: see
     :func:`function_command`)."""
     out: dict[str, Any] = {}
-    if trainer.num_nodes is not None:  # 0 is an error, not "the runtime's number"
-        out["numNodes"] = _positive("num_nodes", trainer.num_nodes)
+    if (nodes := _num_nodes(trainer.num_nodes)) is not None:
+        out["numNodes"] = nodes
     if trainer.resources_per_node:
         out["resourcesPerNode"] = runtimes.resources_per_node(trainer.resources_per_node)
     if isinstance(trainer, types.CustomTrainer):
@@ -266,6 +266,14 @@ def custom_trainer(
     if env:
         out["env"] = env
     return out
+
+
+def _num_nodes(value: Any) -> int | None:
+    """``numNodes`` for a trainer's ``num_nodes``: None or 0 leave the runtime's number (as
+    upstream's ``if trainer.num_nodes:``); a negative number or a non-integer is an error."""
+    if value is None or (value == 0 and not isinstance(value, bool)):
+        return None
+    return _positive("num_nodes", value)
 
 
 def _positive(field: str, value: Any) -> int:
@@ -395,8 +403,8 @@ def builtin_trainer(
     if not isinstance(config, types.TorchTuneConfig):
         raise ValueError(f"The BuiltinTrainer config is invalid: {config}")
     out: dict[str, Any] = {}
-    if config.num_nodes is not None:
-        out["numNodes"] = _positive("num_nodes", config.num_nodes)
+    if (nodes := _num_nodes(config.num_nodes)) is not None:
+        out["numNodes"] = nodes
     if config.resources_per_node:
         out["resourcesPerNode"] = runtimes.resources_per_node(config.resources_per_node)
     out["command"] = list(runtime.trainer.command)

@@ -66,10 +66,13 @@ def check_wait_args(status: set[str], timeout: float, polling_interval: float) -
             f"Expected status {status} must be a subset of {set(sorted(c.TRAINJOB_STATUSES))}"
         )
     if polling_interval <= 0:
-        raise ValueError(f"Polling interval {polling_interval} must be greater than 0")
-    if polling_interval > timeout:
         raise ValueError(
-            f"Polling interval {polling_interval} must be less than timeout: {timeout}"
+            f"Polling interval must be a positive number, got polling_interval={polling_interval}"
+        )
+    if polling_interval >= timeout:  # upstream: one look at timeout == interval is refused too
+        raise ValueError(
+            "Polling interval must be strictly less than timeout. "
+            f"Received polling_interval={polling_interval}, timeout={timeout}"
         )
 
 

@@ -318,19 +318,18 @@ def _check_storage_uri(uri: str, kind: str) -> None:
     """Any scheme the initializers fetch, in any initializer type (upstream's types each allow
     one): the initializer picks its source by scheme, so ``HuggingFaceModelInitializer(
     storage_uri="file:///models/llama")`` copies a local checkpoint (offline runs, tests).
-    ``hf://`` needs a repo (a dataset ``<user>/<name>``, as upstream checks), ``s3://`` a bucket,
-    ``file://`` an absolute path."""
+    ``hf://`` needs a repo (``<user>/<name>``, or a name alone: a dataset or model with no user,
+    which upstream's types accept too), ``s3://`` a bucket, ``file://`` an absolute path."""
     if not isinstance(uri, str) or not uri.startswith(STORAGE_SCHEMES):
         raise ValueError(
             "storage_uri must start with 'hf://', 's3://' or 'file://' (the schemes trainjob's "
             f"initializers fetch), got {uri!r}"
         )
     parsed = urlparse(uri)
-    if uri.startswith("hf://") and (
-        not parsed.netloc or (kind == "dataset" and parsed.path.strip("/") == "")
-    ):
+    if uri.startswith("hf://") and not parsed.netloc:
         raise ValueError(
-            f"storage_uri: must have absolute path with 'hf://<user_name>/<{kind}_name>', got {uri}"
+            f"storage_uri must name a {kind} ('hf://<{kind}_name>' or "
+            f"'hf://<user_name>/<{kind}_name>'), got {uri}"
         )
     if uri.startswith("s3://") and not parsed.netloc:
         raise ValueError(f"storage_uri: must name a bucket, 's3://<bucket>[/<path>]', got {uri}")
@@ -343,7 +342,8 @@ def _check_storage_uri(uri: str, kind: str) -> None:
 
 @dataclass
 class HuggingFaceDatasetInitializer(BaseInitializer):
-    """Download a dataset from the Hugging Face Hub (``hf://<user>/<dataset>[/<path>]``).
+    """Download a dataset from the Hugging Face Hub (``hf://<user>/<dataset>[/<path>]``, or
+    ``hf://<dataset>`` for a dataset with no user, as upstream accepts).
 
     Args:
         storage_uri: ``hf://`` URI of the dataset (``s3://`` and ``file:///path``, a local copy,

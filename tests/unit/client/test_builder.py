@@ -194,6 +194,27 @@ def test_custom_trainer_fills_nodes_resources_image_and_env():
 
 
 @pytest.mark.parametrize(
+    "trainer",
+    [
+        pytest.param(types.CustomTrainer(func=s.train_no_args, num_nodes=0), id="CustomTrainer"),
+        pytest.param(
+            types.CustomTrainerContainer(image="my/image:1", num_nodes=0),
+            id="CustomTrainerContainer",
+        ),
+    ],
+)
+def test_zero_num_nodes_leaves_the_runtimes_number(trainer):
+    # upstream's `if trainer.num_nodes:`: 0 sends no numNodes, so the runtime's mlPolicy decides
+    job = builder.build(runtime(), trainer=trainer)
+    assert "numNodes" not in job["spec"]["trainer"]
+
+
+def test_zero_num_nodes_of_a_builtin_trainer_leaves_the_runtimes_number():
+    job = builder.build(TORCHTUNE, trainer=types.BuiltinTrainer(types.TorchTuneConfig(num_nodes=0)))
+    assert "numNodes" not in job["spec"]["trainer"]
+
+
+@pytest.mark.parametrize(
     "name",
     [
         pytest.param("A=B", id="an env name with '=' is refused before submission"),
@@ -415,12 +436,6 @@ def test_builtin_trainer_uses_the_runtime_command_and_nodes():
             id="negative num_nodes is refused",
         ),
         pytest.param(
-            runtime(),
-            types.CustomTrainer(func=s.train_no_args, num_nodes=0),
-            "num_nodes must be a positive integer, got 0",
-            id="zero num_nodes is refused, not taken as the runtime's number",
-        ),
-        pytest.param(
             TORCHTUNE,
             types.BuiltinTrainer(types.TorchTuneConfig(epochs=0)),
             "epochs must be a positive integer, got 0",
@@ -490,6 +505,16 @@ def test_data_cache_initializer_env():
     ]
 
 
+def test_an_hf_dataset_with_no_user_is_accepted_as_upstream():
+    job = builder.build(
+        runtime(),
+        initializer=types.Initializer(
+            dataset=types.HuggingFaceDatasetInitializer(storage_uri="hf://squad")
+        ),
+    )
+    assert job["spec"]["initializer"]["dataset"]["storageUri"] == "hf://squad"
+
+
 @pytest.mark.parametrize(
     ("make", "fragment"),
     [
@@ -510,8 +535,8 @@ def test_data_cache_initializer_env():
         ),
         pytest.param(
             lambda: types.HuggingFaceDatasetInitializer(storage_uri="hf://"),
-            "must have absolute path",
-            id="hf dataset needs a path",
+            "storage_uri must name a dataset",
+            id="hf dataset needs a name",
         ),
         pytest.param(
             lambda: types.S3ModelInitializer(storage_uri="https://x/model"),

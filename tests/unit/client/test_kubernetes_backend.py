@@ -68,6 +68,40 @@ class FakeApiserver:
         return [f"{r.method} {r.url.path}" for r in self.requests]
 
 
+def status_403(what: str) -> httpx.Response:
+    return httpx.Response(
+        403,
+        json={
+            "kind": "Status",
+            "reason": "Forbidden",
+            "message": f"{what} is forbidden: User cannot get",
+        },
+    )
+
+
+def test_a_forbidden_namespaced_runtime_is_an_error_as_upstream_not_a_fallback():
+    server = FakeApiserver()
+    forbidden = f"{API}/namespaces/team/trainingruntimes"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith(forbidden):
+            server.requests.append(request)
+            return status_403(request.url.path)
+        return server(request)
+
+    conn = Config(server="https://k8s.example:6443", namespace="team", token="tok")
+    be = KubernetesBackend(client=connect(conn, handler), poll_interval=0.01)
+    with pytest.raises(RuntimeError, match="403 Forbidden") as err:
+        be.get_runtime("torch-distributed")
+    assert "team/torch-distributed" in str(err.value)
+    with pytest.raises(RuntimeError, match="403 Forbidden"):
+        be.list_runtimes()
+    with pytest.raises(RuntimeError, match="403 Forbidden"):
+        be.train(runtime="torch-distributed", trainer=types.CustomTrainer(func=s.train_no_args))
+    # nothing was read from the cluster scope, and nothing was created
+    assert not [p for p in server.paths() if "clustertrainingruntimes" in p or p.startswith("POST")]
+
+
 def connect(config: Config, handler: Any) -> Client:
     return Client(config, transport=httpx.MockTransport(handler))
 

@@ -193,9 +193,21 @@ def test_wait_times_out():
             {"Succeeded"}, 10, 1, "must be a subset of", id="an unknown status is refused"
         ),
         pytest.param(
-            {"Complete"}, 1, 2, "must be less than timeout", id="an interval above the timeout"
+            {"Complete"},
+            1,
+            2,
+            "must be strictly less than timeout",
+            id="an interval above the timeout",
         ),
-        pytest.param({"Complete"}, 10, 0, "greater than 0", id="a zero interval"),
+        pytest.param(
+            {"Complete"},
+            10,
+            10,
+            "Polling interval must be strictly less than timeout. "
+            "Received polling_interval=10, timeout=10",
+            id="an interval equal to the timeout is refused as upstream",
+        ),
+        pytest.param({"Complete"}, 10, 0, "must be a positive number", id="a zero interval"),
         pytest.param(set(), 10, 1, "non-empty", id="an empty set"),
     ],
 )

@@ -95,8 +95,8 @@ def test_secrets_are_masked_in_any_message() -> None:
         ),
         pytest.param(
             "dataset",
-            "hf://just-an-org",
-            "error: STORAGE_URI: 'hf://just-an-org' names no repo: "
+            "hf:///org/repo",
+            "error: STORAGE_URI: 'hf:///org/repo' names no repo: "
             "use hf://org/repo or hf://org/repo/path",
             id="an hf URI with no repo",
         ),

@@ -209,6 +209,13 @@ def test_an_unreachable_hub_is_one_error_line(run: Run, tmp_path: Path) -> None:
         ),
         pytest.param(
             config.Kind.DATASET,
+            "hf://squad",
+            None,
+            hf.Request("squad", "dataset", "/o", None, None, TOKEN),
+            id="a dataset with no owner (a canonical name)",
+        ),
+        pytest.param(
+            config.Kind.DATASET,
             "hf://org/ds/data/train.jsonl",
             "*.md",
             hf.Request(

@@ -122,7 +122,9 @@ class KubernetesBackend(RuntimeBackend):
             )
             items += found.get("items") or []
         except ApiError as e:
-            if e.code not in (403, 404):
+            # as upstream: only a missing CRD is skipped; a 403 is an error, not a silent
+            # fallback (the namespaced runtimes take precedence, so they must be readable)
+            if e.code != 404:
                 raise
             logger.debug("namespaced TrainingRuntimes not listed: %s", e)
         found = self._call(
@@ -156,7 +158,9 @@ class KubernetesBackend(RuntimeBackend):
                 cr.setdefault("kind", c.TRAINING_RUNTIME_KIND)
                 return dict(cr)
             except ApiError as e:
-                if e.code not in (403, 404) or kind == c.TRAINING_RUNTIME_KIND:
+                # upstream's rule: fall back to the ClusterTrainingRuntime only when there is no
+                # TrainingRuntime; a 403 is a RuntimeError (which runtime wins is unknown then)
+                if e.code != 404 or kind == c.TRAINING_RUNTIME_KIND:
                     raise
         cr = self._call(
             f"get {c.CLUSTER_TRAINING_RUNTIME_PLURAL}: {name}",

@@ -51,13 +51,17 @@ class Request:
 
 
 def parse_uri(uri: str) -> tuple[str, str]:
-    """``hf://org/repo[/path]`` as (``org/repo``, ``path`` or ``""``)."""
+    """``hf://org/repo[/path]`` as (``org/repo``, ``path`` or ``""``); ``hf://repo`` (a repo with
+    no owner, e.g. a canonical dataset name the Hub still serves) as (``repo``, ``""``): the SDK
+    accepts it, as upstream's does (whose initializer then fails on it with an IndexError)."""
     parsed = urlparse(uri)
     parts = [part for part in parsed.path.split("/") if part]
-    if not parsed.netloc or not parts:
+    if not parsed.netloc:
         raise _Error(
             f"{config.STORAGE_URI_ENV}: {uri!r} names no repo: use hf://org/repo or hf://org/repo/path"
         )
+    if not parts:
+        return parsed.netloc, ""
     if any(part in (".", "..") for part in parts):
         raise _Error(
             f"{config.STORAGE_URI_ENV}: {uri!r} has a '.' or '..' path segment: "
