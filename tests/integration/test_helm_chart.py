@@ -47,6 +47,8 @@ CONTROLLER = REPO / "manifests" / "controller"
 Obj = dict[str, Any]
 CERT_MANAGER_KINDS = {"Certificate", "Issuer"}
 SERVICE_MONITORS = r.Resource("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor")
+PUBLIC = "kubeflow-trainer-public"
+PUBLIC_OBJECTS = {PUBLIC, "kubeflow-system"}
 
 
 @cache
@@ -194,7 +196,14 @@ def test_everything_the_chart_renders_is_accepted_by_the_apiserver(
             continue
         kind = SERVICE_MONITORS if doc["kind"] == "ServiceMonitor" else None
         try:
-            kube.apply(doc, resource=kind, field_manager="trainjob-helm-test", dry_run=True)
+            # a namespace the chart makes (kubeflow-system, for upstream's public ConfigMap) is
+            # made for real: a dry run of what goes in it needs it, as `helm install` makes it first
+            kube.apply(
+                doc,
+                resource=kind,
+                field_manager="trainjob-helm-test",
+                dry_run=doc["kind"] != "Namespace",
+            )
         except (ApiError, ValueError) as e:
             refused.append(f"{doc['kind']} {doc['metadata']['name']}: {e}")
     assert refused == []
@@ -272,7 +281,8 @@ def test_the_chart_rbac_is_exactly_the_controllers(secret: str) -> None:
     for rule in want:
         if rule["resources"] == ["secrets"]:
             rule["resourceNames"] = [secret]
-    assert one(docs, "Role")["rules"] == want
+    (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] != PUBLIC]
+    assert role["rules"] == want
     args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--webhook-secret={secret}" in args
 
@@ -282,10 +292,20 @@ def test_the_chart_deploys_what_the_kustomize_base_deploys() -> None:
     base = by_key(
         [d for d in yaml.safe_load_all(run(tool("kustomize"), "build", str(CONTROLLER / "base")))]
     )
-    # The chart leaves the namespace to `helm install --create-namespace`, and adds runtimes.
-    assert set(chart) - {k for k in chart if k[0] == "ClusterTrainingRuntime"} == set(base) - {
-        ("Namespace", "trainjob-system")
-    }
+    # The chart leaves the namespace to `helm install --create-namespace`, and adds runtimes and
+    # upstream's public ConfigMap (which the overlays add from manifests/controller/public).
+    extra = {k for k in chart if k[0] == "ClusterTrainingRuntime" or k[1] in PUBLIC_OBJECTS}
+    assert set(chart) - extra == set(base) - {("Namespace", "trainjob-system")}
+    public = by_key(
+        [
+            d
+            for d in yaml.safe_load_all(run(tool("kustomize"), "build", str(CONTROLLER / "public")))
+            if d
+        ]
+    )
+    assert {k for k in chart if k[1] in PUBLIC_OBJECTS} == set(public)
+    assert chart[("ConfigMap", PUBLIC)]["data"] == public[("ConfigMap", PUBLIC)]["data"]
+    assert chart[("Role", PUBLIC)]["rules"] == public[("Role", PUBLIC)]["rules"]
     pod: Callable[[Obj], Obj] = lambda d: d["spec"]["template"]["spec"]  # noqa: E731
     chart_pod, base_pod = (pod(x[("Deployment", "trainjob-controller")]) for x in (chart, base))
     assert chart_pod["securityContext"] == base_pod["securityContext"]

@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[3]
 CONTROLLER = REPO / "manifests" / "controller"
 CHART = REPO / "manifests" / "helm" / "trainjob"
 Obj = dict[str, Any]
+PUBLIC = "kubeflow-trainer-public"
 CLUSTER_SCOPED = {
     "Namespace",
     "CustomResourceDefinition",
@@ -88,8 +89,31 @@ def test_kustomize_renders(overlay: str, kinds: dict[str, int]) -> None:
             count = len(sorted((REPO / "manifests" / "runtimes").glob("*.yaml"))) if count else 0
         assert sum(d["kind"] == kind for d in docs) == count, kind
     for d in docs:
-        if d["kind"] not in CLUSTER_SCOPED:
+        if d["kind"] not in CLUSTER_SCOPED and d["metadata"]["name"] != PUBLIC:
             assert d["metadata"]["namespace"] == "trainjob-system", d["metadata"]["name"]
+
+
+@pytest.mark.parametrize("overlay", ["overlays/standalone", "overlays/cert-manager", "public"])
+def test_upstreams_public_configmap_is_installed_where_upstreams_sdk_reads_it(overlay: str) -> None:
+    # kubeflow 0.5's KubernetesBackend.verify_backend: ConfigMap kubeflow-trainer-public in
+    # KUBEFLOW_SYSTEM_NAMESPACE (default kubeflow-system), key kubeflow_trainer_version; it warns
+    # on every TrainerClient without it. Readable by anyone signed in, as upstream's Role grants.
+    docs = kustomize(overlay)
+    public = {d["kind"]: d for d in docs if d["metadata"]["name"] in (PUBLIC, "kubeflow-system")}
+    assert public["ConfigMap"]["metadata"]["namespace"] == "kubeflow-system"
+    assert public["ConfigMap"]["data"]["kubeflow_trainer_version"] == "v2.3.0"
+    assert public["Namespace"]["metadata"]["name"] == "kubeflow-system"
+    assert public["Role"]["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [PUBLIC],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert public["RoleBinding"]["subjects"] == [
+        {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}
+    ]
 
 
 def test_the_runtime_kustomization_lists_every_builtin_runtime() -> None:
