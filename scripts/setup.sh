@@ -23,7 +23,7 @@ fi
 say "installing trainjob and its dependencies into .venv"
 # Bytecode compiled now, as pip does: otherwise every torch process (each node, each rank)
 # compiles torch from source when PYTHONDONTWRITEBYTECODE is set or site-packages is read-only.
-uv pip install --quiet --compile-bytecode -p .venv -e ".[dev,torch,initializers,llm]"
+uv pip install --quiet --compile-bytecode -p .venv -e ".[dev,docs,torch,initializers,llm]"
 # A .venv made before that flag: uv only compiles what it installs.
 site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 if [ ! -d "$site/torch/__pycache__" ]; then

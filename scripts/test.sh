@@ -17,6 +17,12 @@ if .venv/bin/python -c "import trainjob.api.crd" 2>/dev/null; then
   echo "==> CRDs up to date"
   .venv/bin/python -m trainjob.api.crd --check
 fi
+echo "==> docs site (mkdocs build --strict: every page in the nav, links and anchors checked)"
+site=$(mktemp -d)
+.venv/bin/mkdocs build --strict --quiet -d "$site"
+rm -rf "$site"
+echo "==> CLI reference up to date (docs/cli.md)"
+.venv/bin/python -m trainjob.cli.reference --check
 echo "==> test control plane (etcd + kube-apiserver from Go modules; cached after the first build)"
 bash hack/build-control-plane.sh
 echo "==> deployment tools (helm, kustomize from Go modules; cached)"

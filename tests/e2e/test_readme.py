@@ -1,22 +1,21 @@
-"""README's "Use" section, run as written: the shell commands in order, and the Python snippet.
+"""README's "Use" section, run as written, by a new user: the built wheel installed into a fresh
+venv outside the repository (tests/e2e/wheel.py), in a folder of their own holding a copy of
+``examples/``, a fresh ``$TRAINJOB_HOME`` and no cluster configured (so the local backend).
 
-Each line of the ``sh`` block runs from the repository root with ``trainjob`` on PATH (this venv),
-a fresh ``$TRAINJOB_HOME`` and no cluster configured (so the local backend), stopping at the first
-failure; ``logs -f`` of a finished job returns. The LLM demo writes where the README says
-(``/tmp/trainjob-llm-demo``, the folder ``examples/llm-lora.yaml`` reads). The ``python`` block runs as a script. What each
-command is said to show (its comment) is checked against what it printed.
+The shell commands run in order, stopping at the first failure; ``logs -f`` of a finished job
+returns. The LLM demo writes where the README says (``/tmp/trainjob-llm-demo``, the folder
+``examples/llm-lora.yaml`` reads). The ``python`` block runs as a script. What each command is said
+to show (its comment) is checked against what it printed. The installed package, not the
+repository's, is what runs.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.e2e import wheel
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).parents[2]
@@ -28,37 +27,20 @@ def blocks(lang: str) -> list[str]:
     return re.findall(rf"^```{lang}\n(.*?)^```", USE.group(1), re.M | re.S)
 
 
-def env_for(tmp_path: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("KUBECONFIG", "TRAINJOB_BACKEND", "KUBERNETES_SERVICE_HOST")
-    }
-    home = tmp_path / "home"
-    home.mkdir()
-    bindir = str(Path(sys.executable).parent)
-    env.update(
-        HOME=str(home),
-        TRAINJOB_HOME=str(tmp_path / "trainjob-home"),
-        PATH=bindir + os.pathsep + env.get("PATH", ""),
-    )
-    return env
+def test_the_installed_package_is_the_wheels(user: wheel.User) -> None:
+    out = user.sh("command -v trainjob && python -c 'import trainjob; print(trainjob.__file__)'")
+    assert out.returncode == 0, out.stderr
+    exe, module = out.stdout.split()
+    assert exe == str(user.install.bin / "trainjob")
+    assert module.startswith(str(user.install.venv)) and "site-packages" in module
 
 
-def test_the_use_commands_run_in_order_and_show_what_their_comments_say(tmp_path: Path) -> None:
-    env = env_for(tmp_path)
+def test_the_use_commands_run_in_order_and_show_what_their_comments_say(user: wheel.User) -> None:
     (sh,) = blocks("sh")
     said: dict[str, str] = {}
-    for line in sh.splitlines():
+    for line in wheel.command_lines(sh):
         command = line.split("#", 1)[0].strip()
-        if not command:
-            continue
-        argv = shlex.split(command)
-        if argv[0] == "python":
-            argv[0] = sys.executable
-        out = subprocess.run(
-            argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
-        )
+        out = user.sh(command)
         assert out.returncode == 0, f"{command}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         said[command] = out.stdout + out.stderr
     assert "kind: JobSet" in said["trainjob plan -f examples/torch-ddp.yaml"]
@@ -78,18 +60,8 @@ def test_the_use_commands_run_in_order_and_show_what_their_comments_say(tmp_path
     assert "saved LoRA adapter (peft) to " in lora, lora
 
 
-def test_the_python_snippet_runs_and_prints_rank_0_of_2(tmp_path: Path) -> None:
+def test_the_python_snippet_runs_and_prints_rank_0_of_2(user: wheel.User) -> None:
     (snippet,) = blocks("python")
-    script = tmp_path / "snippet.py"
-    script.write_text(snippet)
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=env_for(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    out = user.python(snippet)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "rank 0 of 2" in out.stdout.splitlines(), out.stdout

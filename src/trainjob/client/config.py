@@ -31,7 +31,7 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 class LocalProcessBackendConfig(BaseModel):
     """Run TrainJobs as processes on this machine (the local executor).
 
-    Args:
+    Attributes:
         cleanup_venv: Remove the virtual environment ``packages_to_install`` go into when its
             node's process ends (default); ``False`` keeps it in the job's directory until the
             job is deleted.
@@ -60,7 +60,7 @@ class TrainingRuntimeSource(BaseModel):
     """Where a container backend looks for training runtimes, in priority order (upstream's
     ``ContainerBackendConfig(runtime_source=...)``).
 
-    Args:
+    Attributes:
         sources: URIs of runtime YAML: ``github://owner/repo[/path]``, ``https://...``,
             ``file:///path`` or an absolute path. Runtimes found in none of them come from the
             runtimes built into trainjob (upstream's, as ``github://kubeflow/trainer`` serves).
@@ -85,7 +85,7 @@ class TrainingRuntimeSource(BaseModel):
 class KubernetesBackendConfig(BaseModel):
     """Run TrainJobs on a Kubernetes cluster with trainjob's (or upstream's) controller.
 
-    Args:
+    Attributes:
         namespace: Namespace of the TrainJobs (default: the kubeconfig context's, the pod's
             namespace in-cluster, else ``default``).
         config_file: A kubeconfig file (default: ``$KUBECONFIG``, else ``~/.kube/config``).

@@ -427,7 +427,10 @@ class DataCacheInitializer(BaseInitializer):
         storage_uri: ``cache://`` URI.
         metadata_loc: Metadata file path of an Iceberg table.
         num_data_nodes: Number of data nodes (more than 1).
-        head_cpu, head_mem, worker_cpu, worker_mem: Resources of the cache nodes.
+        head_cpu: CPU of the cache's head node.
+        head_mem: Memory of the cache's head node.
+        worker_cpu: CPU of each cache worker node.
+        worker_mem: Memory of each cache worker node.
         iam_role: IAM role for reading ``metadata_loc``.
     """
 

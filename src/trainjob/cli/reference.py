@@ -1,0 +1,140 @@
+"""``python -m trainjob.cli.reference``: write docs/cli.md, the CLI reference, from the commands.
+
+Every command, its usage line, its help text and every option (flags, default, help) come from
+the same typer/click objects that parse the command line, so the page cannot drift from the
+tool: ``--check`` (run by ``tests/unit/cli/test_reference.py``) fails with a diff when the page is
+stale. Not imported by the CLI itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from trainjob.cli import _register, app
+
+PAGE = Path("docs/cli.md")
+
+INTRO = """\
+# CLI reference
+
+`trainjob` acts on TrainJobs the way `kubectl` acts on objects: `run -f`, `get`, `describe`,
+`logs`, `delete`, with `-n NAMESPACE`, `-o json|yaml|name|wide`, errors on stderr as
+`error: ...` and exit codes 0 (done), 1 (the request failed: a bad manifest, a missing job, a job
+that failed under `--wait`), 2 (a usage error: an unknown flag) and 130 (interrupted).
+
+Jobs run on this machine unless `--backend kubernetes` (or `TRAINJOB_BACKEND=kubernetes`) comes
+before the command; then every job command acts on the cluster of the kubeconfig (`--kubeconfig`,
+`--context`), and `-n` defaults to the context's namespace. The same YAML runs either way
+([the local backend](local-backend.md), [the controller](controller-install.md)).
+
+This page is generated from the commands themselves (`python -m trainjob.cli.reference`);
+`trainjob COMMAND --help` prints the same.
+"""
+
+
+def _commands(group: Any, ctx: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """(full name, command, context) of every command under ``group``, depth first, by name."""
+    for name in sorted(group.list_commands(ctx)):
+        cmd = group.get_command(ctx, name)
+        if cmd is None or getattr(cmd, "hidden", False):
+            continue
+        sub = cmd.make_context(name, [], parent=ctx, resilient_parsing=True)
+        full = f"{path} {name}"
+        yield full, cmd, sub
+        if hasattr(cmd, "list_commands"):
+            yield from _commands(cmd, sub, full)
+
+
+_DEFAULT = re.compile(r"\s*\[(?:env var: [^;\]]*; )?default: ([^\]]*)\]")
+_EXTRA = re.compile(r"\s*\[(?:required|env var: [^\]]*)\]")
+
+
+def _option(param: Any, ctx: Any) -> tuple[str, str, str]:
+    """(flags with their value's name, default, help) as ``--help`` prints them."""
+    flags, help_text = param.get_help_record(ctx) or ("", "")
+    flags = flags.removesuffix(" <bool>")
+    opts, _, value = flags.partition(" <") if " <" in flags else (flags, "", "")
+    shown = ", ".join(f"`{o.strip()}`" for o in opts.split(","))
+    if value:
+        shown += f" `<{value}`"
+    m = _DEFAULT.search(help_text)
+    default = f"`{m.group(1).split(';')[0]}`" if m else ""
+    help_text = _EXTRA.sub("", _DEFAULT.sub("", help_text))
+    if getattr(param, "envvar", None):
+        help_text += f" (env `{param.envvar}`)"
+    return shown, default, help_text
+
+
+def _cell(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def _section(full: str, cmd: Any, ctx: Any) -> str:
+    lines = [f"## `{full}`", ""]
+    help_text = (cmd.help or "").strip()
+    if help_text:
+        lines += [help_text.split("\f")[0].strip(), ""]
+    usage = " ".join(cmd.collect_usage_pieces(ctx))
+    lines += ["```", f"{full} {usage}".rstrip(), "```", ""]
+    args = [p for p in cmd.params if p.param_type_name == "argument"]
+    opts = [p for p in cmd.params if p.param_type_name == "option" and not p.hidden]
+    if hasattr(cmd, "list_commands"):
+        subs = sorted(n for n in cmd.list_commands(ctx))
+        lines += ["Commands: " + ", ".join(f"`{full} {n}`" for n in subs), ""]
+    if args:
+        lines += ["| Argument | |", "|---|---|"]
+        for p in args:
+            what = "one or more" if p.nargs == -1 else ("optional" if not p.required else "")
+            lines.append(f"| `{p.name.upper()}` | {what} |")
+        lines.append("")
+    if opts:
+        lines += ["| Option | Default | |", "|---|---|---|"]
+        for p in opts:
+            flags, default, help_text = _option(p, ctx)
+            cells = (flags, default, _cell(help_text))
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render() -> str:
+    """The whole page."""
+    _register()
+    group: Any = typer.main.get_command(app)
+    ctx = group.make_context("trainjob", [], resilient_parsing=True)
+    parts = [INTRO, _section("trainjob", group, ctx)]
+    parts += [_section(full, cmd, sub) for full, cmd, sub in _commands(group, ctx, "trainjob")]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainjob.cli.reference")
+    parser.add_argument("--out", type=Path, default=PAGE, help="the page to write")
+    parser.add_argument("--check", action="store_true", help="exit 1 with a diff if stale")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        old = args.out.read_text() if args.out.exists() else ""
+        if old != text:
+            diff = difflib.unified_diff(
+                old.splitlines(True), text.splitlines(True), str(args.out), "generated"
+            )
+            sys.stdout.writelines(diff)
+            print(f"error: {args.out} is stale; run `python -m trainjob.cli.reference`")
+            return 1
+        return 0
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
