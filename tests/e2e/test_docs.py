@@ -48,7 +48,7 @@ PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 SAYS = {
     "installation.md": ["trainjob 0.1.0 (trainer.kubeflow.org/v1alpha1)"],
     "initializers.md": ["Downloaded 1 files", "train.json", "1 already present"],
-    "llm-quickstart.md": ["saved LoRA adapter (peft) to ", "\n4\n", "Steps:"],
+    "llm-quickstart.md": ["saved LoRA adapter (peft) to ", "\n4\n"],
     "index.md": ["rank 0 of 2"],
     "sdk.md": ["rank 1 lr 0.05"],
 }
