@@ -9,6 +9,7 @@ and exit 1, with no traceback; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,12 +26,18 @@ from trainjob import __version__
 from trainjob.api import constants as c
 from trainjob.errors import InvalidError, TrainJobError
 
+HELP_STYLE = None
+"""typer's ``rich_markup_mode`` for every command: None is click's plain help, as kubectl's is
+plain: no boxes, no ``<bool>`` after flags, and ``[step]`` in a help text stays text instead of
+being taken for rich markup. Sub-apps (``get``, ``describe``) pass it too."""
+
 app = typer.Typer(
     name="trainjob",
     help="Run Kubeflow TrainJobs on this machine or a Kubernetes cluster.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=False,  # `trainjob completion bash|zsh|fish` instead (cli/completion.py)
     pretty_exceptions_enable=False,
+    rich_markup_mode=HELP_STYLE,
 )
 
 
@@ -76,7 +83,7 @@ def options(
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
-COMMAND_MODULES = ("plan", "jobs", "controller", "crds")
+COMMAND_MODULES = ("plan", "jobs", "controller", "crds", "completion")
 
 
 def _register() -> None:
@@ -137,6 +144,10 @@ def usage_error(err: ClickException) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return its exit code (0 ok, 1 user error, 2 usage error, 130 interrupted)."""
     _register()
+    if os.environ.get("_TRAINJOB_COMPLETE"):  # a completion script asks (cli/completion.py)
+        from trainjob.cli import completion
+
+        completion.enable()
     try:
         code = app(args=argv, prog_name="trainjob", standalone_mode=False)
         return code if isinstance(code, int) and not isinstance(code, bool) else 0

@@ -33,7 +33,7 @@ from rich.console import Console
 from trainjob.api import constants as c
 from trainjob.api import goyaml
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
-from trainjob.cli import TARGET, Backend, app
+from trainjob.cli import HELP_STYLE, TARGET, Backend, app
 from trainjob.cli import plan as planning
 from trainjob.cli.cluster import ClusterJobs
 from trainjob.errors import AlreadyExistsError, TrainJobError
@@ -44,8 +44,12 @@ RESOURCE = f"trainjob.{c.GROUP}"
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-get_app = typer.Typer(help="Display jobs or runtimes.", no_args_is_help=True)
-describe_app = typer.Typer(help="Show details of a job.", no_args_is_help=True)
+get_app = typer.Typer(
+    help="Display jobs or runtimes.", no_args_is_help=True, rich_markup_mode=HELP_STYLE
+)
+describe_app = typer.Typer(
+    help="Show details of a job.", no_args_is_help=True, rich_markup_mode=HELP_STYLE
+)
 app.add_typer(get_app, name="get")
 app.add_typer(describe_app, name="describe")
 

@@ -35,6 +35,10 @@ before the command; then every job command acts on the cluster of the kubeconfig
 `--context`), and `-n` defaults to the context's namespace. The same YAML runs either way
 ([the local backend](local-backend.md), [the controller](controller-install.md)).
 
+Shell completion (commands, options, choices): `source <(trainjob completion bash)`, or
+`trainjob completion zsh > "${fpath[1]}/_trainjob"`, or
+`trainjob completion fish > ~/.config/fish/completions/trainjob.fish`.
+
 This page is generated from the commands themselves (`python -m trainjob.cli.reference`);
 `trainjob COMMAND --help` prints the same.
 """
