@@ -32,16 +32,18 @@ class Shell(StrEnum):
 
 def script(shell: str) -> str:
     """The completion script for ``shell``."""
-    from typer.completion import get_completion_script
+    from typer import _completion_shared
 
-    return str(get_completion_script(prog_name="trainjob", complete_var=COMPLETE_VAR, shell=shell))
+    return _completion_shared.get_completion_script(
+        prog_name="trainjob", complete_var=COMPLETE_VAR, shell=shell
+    )
 
 
 def enable() -> None:
     """Let typer answer the scripts' calls (typer registers its shells only when asked)."""
-    from typer.completion import completion_init
+    from typer import _completion_classes
 
-    completion_init()
+    _completion_classes.completion_init()
 
 
 @app.command("completion")
