@@ -7,8 +7,8 @@ the rest, reporting each finished file to a ``Progress``, which logs pip-like li
 
     Downloading s3://bucket/data to /workspace/dataset
     3 files (12.0 MiB) to download, 2 already present
-    1/3 files, 4.0/12.0 MiB
-    3/3 files, 12.0/12.0 MiB
+    1/3 files, 4.0/12.0 MiB, 2.0 MiB/s, ETA 0:04
+    3/3 files, 12.0/12.0 MiB, 2.0 MiB/s
     Downloaded 3 files (12.0 MiB) in 0.8 s
 
 Files are written to a ``.part`` sibling and renamed when complete, so an interrupted run leaves
@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 # Seconds between two "N/M files" lines; the last file always gets one.
 PROGRESS_INTERVAL = 2.0
 PART_SUFFIX = ".part"
+# Seconds before a rate (and the ETA from it) is worth printing.
+RATE_AFTER = 0.5
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,14 @@ def is_safe(relpath: str) -> bool:
     """Whether ``relpath`` stays inside the output dir (no ``..``, not absolute, not empty)."""
     parts = relpath.split("/")
     return bool(relpath) and not relpath.startswith("/") and ".." not in parts
+
+
+def eta(seconds: float) -> str:
+    """pip's remaining-time style: ``0:04``, ``12:30``, ``1:02:03``."""
+    secs = max(0, round(seconds))
+    hours, rest = divmod(secs, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def mib(size: int) -> str:
@@ -157,12 +167,26 @@ class Progress:
 
     def _log(self) -> None:
         log.info(
-            "%d/%d files, %s/%s",
+            "%d/%d files, %s/%s%s",
             self.done_files,
             self.total_files,
             mib(self.done_bytes)[: -len(" MiB")],
             mib(self.total_bytes),
+            self._speed(),
         )
+
+    def _speed(self) -> str:
+        """``, 2.1 MiB/s, ETA 0:04`` once there is a rate to tell (half a second in); the last line
+        only the rate."""
+        elapsed = self._clock() - self._start
+        if elapsed < RATE_AFTER or self.done_bytes <= 0:
+            return ""
+        rate = self.done_bytes / elapsed
+        out = f", {mib(int(rate))}/s"
+        left = self.total_bytes - self.done_bytes
+        if left > 0:
+            out += f", ETA {eta(left / rate)}"
+        return out
 
     def finish(self) -> None:
         """Log the closing ``Downloaded N files (X MiB) in S s`` line."""
