@@ -26,15 +26,11 @@ if TYPE_CHECKING:
 from trainjob.api import constants as c
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.core import jobset as js
 from trainjob.errors import InvalidError, NotFoundError, TrainJobError
 from trainjob.local import state as st
 
 FIELD_MANAGER = "trainjob-cli"
-LABEL_JOBSET = "jobset.sigs.k8s.io/jobset-name"
-LABEL_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
-LABEL_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
-LABEL_RESTART = "jobset.sigs.k8s.io/restart-attempt"
-LABEL_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 POLL = 1.0
 """Seconds between two looks at a pending pod before following its log."""
 
@@ -71,15 +67,15 @@ def pod_state(pod: Mapping[str, Any]) -> st.PodState:
     if not message and failed:
         message = failed.get("message") or failed.get("reason") or ""
     return st.PodState(
-        job=labels.get(LABEL_REPLICATED_JOB, ""),
-        index=_int(labels.get(LABEL_COMPLETION_INDEX, notes.get(LABEL_COMPLETION_INDEX))),
+        job=labels.get(js.LABEL_REPLICATED_JOB_NAME, ""),
+        index=_int(labels.get(js.LABEL_COMPLETION_INDEX, notes.get(js.LABEL_COMPLETION_INDEX))),
         name=meta.get("name", ""),
         phase=status.get("phase") or st.POD_PENDING,
         exit_code=None if last is None else _int(last.get("exitCode")),
         started=status.get("startTime"),
         finished=last.get("finishedAt") if last and len(ended) == len(terminated) else None,
-        restarts=_int(labels.get(LABEL_RESTART)),
-        job_index=_int(labels.get(LABEL_JOB_INDEX)),
+        restarts=_int(labels.get(js.LABEL_RESTART_ATTEMPT)),
+        job_index=_int(labels.get(js.LABEL_JOB_INDEX)),
         message=message,
         ready=ready,
     )
@@ -204,7 +200,9 @@ class ClusterJobs:
         )
 
     def _pods(self, name: str, namespace: str) -> builtins.list[Obj]:
-        found = self.kube.list(self.r.PODS, namespace, label_selector=f"{LABEL_JOBSET}={name}")
+        found = self.kube.list(
+            self.r.PODS, namespace, label_selector=f"{js.LABEL_JOBSET_NAME}={name}"
+        )
         return list(found.get("items") or [])
 
     def state(self, name: str, namespace: str) -> st.JobState:
@@ -220,8 +218,11 @@ class ClusterJobs:
             _key(o): o for o in self._all(self.r.JOBSETS, namespace, optional=True)
         }
         pods: dict[tuple[str, str], builtins.list[Obj]] = {}
-        for p in self._all(self.r.PODS, namespace, label_selector=LABEL_JOBSET):
-            owner = (_meta(p).get("namespace", ""), (_meta(p).get("labels") or {})[LABEL_JOBSET])
+        for p in self._all(self.r.PODS, namespace, label_selector=js.LABEL_JOBSET_NAME):
+            owner = (
+                _meta(p).get("namespace", ""),
+                (_meta(p).get("labels") or {})[js.LABEL_JOBSET_NAME],
+            )
             pods.setdefault(owner, []).append(p)
         return [job_state(o, jobsets.get(_key(o)), pods.get(_key(o), [])) for o in trainjobs]
 

@@ -36,6 +36,7 @@ from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntim
 from trainjob.cli import HELP_STYLE, TARGET, Backend, app
 from trainjob.cli import plan as planning
 from trainjob.cli.cluster import ClusterJobs
+from trainjob.core import times
 from trainjob.errors import AlreadyExistsError, TrainJobError
 from trainjob.local import JobState, LocalExecutor
 from trainjob.local import state as st
@@ -86,15 +87,9 @@ def namespace_of(ex: Jobs, namespace: str | None) -> str:
 # -- formatting ---------------------------------------------------------------------------------
 
 
-def _parse_ts(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    return time.mktime(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
-
-
 def age(ts: str | None, until: float | None = None) -> str:
     """kubectl's short durations: 45s, 3m12s, 5h3m, 2d4h."""
-    start = _parse_ts(ts)
+    start = times.parse(ts)
     if start is None:
         return "<none>"
     secs = max(0, int((until or time.time()) - start))
@@ -308,7 +303,7 @@ def _started(job: str, index: int, job_index: int) -> Callable[[JobState], bool]
 def finish(s: JobState) -> None:
     """Report a finished job on stderr; exit 1 when it failed."""
     took = ""
-    start, end = _parse_ts(s.started or s.created), _parse_ts(s.completed)
+    start, end = times.parse(s.started or s.created), times.parse(s.completed)
     if start is not None and end is not None:
         took = f" in {age(s.started or s.created, end)}"
     if s.phase == st.FAILED:
@@ -426,7 +421,7 @@ def jobs_table(ex: Jobs, namespace: str | None, names: list[str], wide: bool) ->
         if namespace is None:
             row.insert(0, ns)
         if wide and s:
-            end = _parse_ts(s.completed)
+            end = times.parse(s.completed)
             row += [
                 s.started or "<none>",
                 age(s.started, end) if s.started else "<none>",

@@ -29,8 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainjob.api import conditions as tc
 from trainjob.api import constants as c
-from trainjob.controller import conditions as cond
 from trainjob.controller import http
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
@@ -39,6 +39,7 @@ from trainjob.controller.metrics import CONTROLLER, Metrics
 from trainjob.controller.queue import RateLimiter, WorkQueue
 from trainjob.controller.reconcile import Caches, Reconciler
 from trainjob.controller.webhooks import serving
+from trainjob.core import conditions as cond
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError
@@ -163,7 +164,7 @@ class Manager:
         kind = c.TRAINING_RUNTIME_KIND if meta.get("namespace") else c.CLUSTER_TRAINING_RUNTIME_KIND
         for tj in self.trainjobs.list():
             conditions = (tj.get("status") or {}).get("conditions") or []
-            if not cond.is_true(conditions, cond.CONDITION_RUNTIME_NOT_FOUND):
+            if not cond.is_true(conditions, tc.CONDITION_RUNTIME_NOT_FOUND):
                 continue
             ref = (tj.get("spec") or {}).get("runtimeRef") or {}
             tj_meta = tj.get("metadata") or {}

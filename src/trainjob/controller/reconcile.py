@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainjob import keys
+from trainjob.api import conditions as tc
 from trainjob.api import constants as c
 from trainjob.api.load import parse
 from trainjob.api.trainer import Runtime, TrainJob
-from trainjob.controller import conditions as cond
 from trainjob.controller import runtimes
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
+from trainjob.core import conditions as cond
 from trainjob.errors import TrainJobError
 from trainjob.kube import events as kevents
 from trainjob.kube import resources as r
@@ -132,10 +133,10 @@ class Reconciler:
                 c.REASON_RUNTIME_NOT_SUPPORTED,
                 f"unsupported runtime: {gk}",
             )
-        elif not cond.is_finished(conditions):
+        elif not tc.is_finished(conditions):
             failure = self.reconcile_objects(key, tj, conditions, pending)
 
-        st.set_suspended(conditions, bool(spec.get("suspend")))
+        tc.set_suspended(conditions, bool(spec.get("suspend")))
         jobs = self.jobs_status(key, tj, conditions)
         requeue_after = self.check_deadline(key, tj, conditions)
         self.write_status(key, tj, before, conditions, old_status.get("jobsStatus"), jobs)
@@ -155,7 +156,7 @@ class Reconciler:
         if jobset is not None and not suspend and not _suspended(jobset):
             # Upstream JobSet plugin: a running JobSet gets no updates (nor do its siblings,
             # whose inputs are immutable while the TrainJob runs).
-            cond.remove(conditions, cond.CONDITION_RUNTIME_NOT_FOUND)
+            cond.remove(conditions, tc.CONDITION_RUNTIME_NOT_FOUND)
             return ""
         try:
             runtime = self.resolve_runtime(tj)
@@ -166,15 +167,15 @@ class Reconciler:
         except runtimes.RuntimeNotFoundError as e:
             cond.set_condition(
                 conditions,
-                cond.CONDITION_RUNTIME_NOT_FOUND,
+                tc.CONDITION_RUNTIME_NOT_FOUND,
                 cond.TRUE,
-                cond.REASON_RUNTIME_NOT_FOUND,
+                tc.REASON_RUNTIME_NOT_FOUND,
                 str(e),
             )
             return self._failed(key, e, pending)
         except TrainJobError as e:
             return self._failed(key, e, pending)
-        cond.remove(conditions, cond.CONDITION_RUNTIME_NOT_FOUND)
+        cond.remove(conditions, tc.CONDITION_RUNTIME_NOT_FOUND)
         return ""
 
     def _failed(self, key: str, err: BaseException, pending: list[PendingEvent]) -> str:

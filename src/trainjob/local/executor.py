@@ -34,12 +34,13 @@ from trainjob.api import constants as c
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.core import times
 from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, status
 from trainjob.local import state as st
 from trainjob.local.state import Event, JobFailedError, JobState, PodState
-from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError, now
+from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 from trainjob.runtime import CompileOptions, compile
 from trainjob.runtime.plan import Plan
 
@@ -118,7 +119,7 @@ class LocalExecutor:
         meta.uid = _uid()
         first_pods = self._preflight(plan, runtime_dict, ns, name, meta.uid, run_dir)
 
-        created = now()
+        created = times.now()
         meta.creation_timestamp = created
         meta.generation = meta.generation or 1
         tj.status = None
@@ -246,7 +247,7 @@ class LocalExecutor:
         for p in self.store.pods(row.namespace, row.name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        ts = now()
+        ts = times.now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
             message = (

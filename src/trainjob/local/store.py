@@ -20,7 +20,6 @@ import os
 import shutil
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
@@ -103,11 +102,6 @@ CREATE TABLE IF NOT EXISTS runtimes (
   PRIMARY KEY (kind, namespace, name)
 );
 """
-
-
-def now() -> str:
-    """The current time as Kubernetes writes it (RFC 3339, UTC, seconds)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass(frozen=True)

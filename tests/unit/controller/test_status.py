@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
-from trainjob.controller import conditions as cond
+from trainjob.api import conditions as tc
 from trainjob.controller import status as st
 from trainjob.controller.reconcile import failure_message
+from trainjob.core import conditions as cond
+from trainjob.core import times
 
 Obj = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -69,7 +71,7 @@ def test_remove_drops_only_that_type() -> None:
     ],
 )
 def test_is_finished(conds: list[Obj], finished: bool) -> None:
-    assert cond.is_finished(conds) is finished
+    assert tc.is_finished(conds) is finished
 
 
 # -- suspension --------------------------------------------------------------------------------
@@ -100,7 +102,7 @@ def test_is_finished(conds: list[Obj], finished: bool) -> None:
     ],
 )
 def test_set_suspended(before: list[Obj], suspend: bool, after: list[Obj]) -> None:
-    st.set_suspended(before, suspend, now=T1)
+    tc.set_suspended(before, suspend, now=T1)
     assert before == after
 
 
@@ -145,7 +147,7 @@ def test_jobs_status_is_copied_from_replicated_jobs_status_with_zeros() -> None:
 
 # -- active deadline --------------------------------------------------------------------------
 
-NOW = st.parse_time(T1)
+NOW = times.parse(T1)
 assert NOW is not None
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainjob.cli import jobs
+from trainjob.core import jobset as js
+from trainjob.core import times
 from trainjob.local import status
 from trainjob.local.state import JobState, PodState
 
@@ -35,7 +37,7 @@ def test_a_changed_reason_keeps_the_transition_time():
 
 
 def test_jobset_messages_name_the_first_failed_job():
-    assert status.with_first_failed_job(status.MESSAGE_FAILED_JOBS, "j-node-0") == (
+    assert js.with_first_failed_job(js.MESSAGE_FAILED_JOBS, "j-node-0") == (
         "jobset failed due to one or more job failures (first failed job: j-node-0)"
     )
 
@@ -80,6 +82,5 @@ def test_the_default_step_is_the_first_pod_that_runs_here():
 )
 def test_ages_read_like_kubectl(secs: int, want: str):
     assert (
-        jobs.age("2026-01-01T00:00:00Z", until=jobs._parse_ts("2026-01-01T00:00:00Z") + secs)
-        == want
+        jobs.age("2026-01-01T00:00:00Z", until=times.parse("2026-01-01T00:00:00Z") + secs) == want
     )  # type: ignore[operator]

@@ -32,6 +32,7 @@ from trainjob.client import constants as c
 from trainjob.client.backends.base import NODE_STEP, RuntimeBackend, print_packages
 from trainjob.client.config import KubernetesBackendConfig, kubeconfig_paths
 from trainjob.client.status import parse_time
+from trainjob.core import jobset as js
 from trainjob.errors import ConfigError
 from trainjob.kube import Client
 from trainjob.kube import config as kconfig
@@ -219,7 +220,7 @@ class KubernetesBackend(RuntimeBackend):
         selector = (
             c.POD_LABEL_SELECTOR.format(trainjob_name=name)
             if name
-            else f"{c.JOBSET_NAME_LABEL},{c.JOBSET_RJOB_NAME_LABEL} in ({', '.join(_STEP_JOBS)})"
+            else f"{js.LABEL_JOBSET_NAME},{js.LABEL_REPLICATED_JOB_NAME} in ({', '.join(_STEP_JOBS)})"
         )
         resp = self._call(
             f"list {c.TRAINJOB_KIND}'s steps: {self.namespace}/{name or '*'}",
@@ -288,7 +289,7 @@ class KubernetesBackend(RuntimeBackend):
         by_job: dict[str, list[dict[str, Any]]] = {}
         for pod in self._pods():
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            by_job.setdefault(labels.get(c.JOBSET_NAME_LABEL, ""), []).append(pod)
+            by_job.setdefault(labels.get(js.LABEL_JOBSET_NAME, ""), []).append(pod)
         cache: dict[str, types.Runtime] = {}
         return [
             self._to_sdk(i, by_job.get((i.get("metadata") or {}).get("name", ""), []), cache)
@@ -424,7 +425,7 @@ def _message(e: kerrors.ApiError) -> str:
 def _step(pod: dict[str, Any], rt: types.Runtime) -> types.Step | None:
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    rjob = labels.get(c.JOBSET_RJOB_NAME_LABEL)
+    rjob = labels.get(js.LABEL_REPLICATED_JOB_NAME)
     containers = (pod.get("spec") or {}).get("containers") or []
     phase = (pod.get("status") or {}).get("phase")
     pod_name = str(meta.get("name") or "")
@@ -434,8 +435,8 @@ def _step(pod: dict[str, Any], rt: types.Runtime) -> types.Step | None:
     elif rjob in (c.LAUNCHER, c.NODE):
         ctr = next((x for x in containers if x.get("name") == c.NODE), None)
         index = int(
-            labels.get(c.JOB_INDEX_LABEL)
-            or (meta.get("annotations") or {}).get(c.JOB_INDEX_LABEL)
+            labels.get(js.LABEL_COMPLETION_INDEX)
+            or (meta.get("annotations") or {}).get(js.LABEL_COMPLETION_INDEX)
             or 0
         )
         if rt.trainer.command and rt.trainer.command[0] == "mpirun" and rjob != c.LAUNCHER:
