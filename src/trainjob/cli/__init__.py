@@ -83,7 +83,7 @@ def options(
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
-COMMAND_MODULES = ("plan", "jobs", "controller", "crds", "completion")
+COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion")
 
 
 def _register() -> None:

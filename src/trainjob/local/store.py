@@ -172,7 +172,7 @@ class EventRow:
 _JOB_COLS = [f.name for f in fields(JobRow)]
 SUMMARY_COLS = (
     "namespace", "name", "uid", "created", "phase", "reason", "message", "started",
-    "completed", "restarts", "trainjob",
+    "completed", "restarts", "status", "trainjob",
 )  # fmt: skip
 _POD_COLS = [f.name for f in fields(PodRow)]
 _EVENT_COLS = [f.name for f in fields(EventRow)]

@@ -36,9 +36,9 @@ from typing import Any
 from trainjob.api import constants as c
 from trainjob.core import jobset as js
 from trainjob.core import times
+from trainjob.executor import model as st
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, status, volumes
-from trainjob.local import state as st
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan

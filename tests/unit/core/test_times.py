@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from trainjob.cli import jobs
+from trainjob.cli import output
 from trainjob.core import times
 
 
@@ -68,7 +68,7 @@ def test_format_and_parse_round_trip_under_daylight_saving_time(summer_in_new_yo
 def test_age_is_not_an_hour_off_under_daylight_saving_time(summer_in_new_york: None) -> None:
     """The CLI's AGE once used mktime(...) - time.timezone, an hour off in summer."""
     started = times.format(time.time() - 90)
-    assert jobs.age(started) in ("90s", "91s")
+    assert output.age(started) in ("90s", "91s")
 
 
 def test_now_is_utc_to_the_second() -> None:
