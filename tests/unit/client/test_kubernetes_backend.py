@@ -58,7 +58,9 @@ class FakeApiserver:
             return httpx.Response(200, text=self.logs.get(path.split("/")[-2], ""))
         if "/pods/" in path:  # one pod, as the latest pod list shows it
             name = path.rsplit("/", 1)[-1]
-            found = [p for p in (self.pods[0] if self.pods else []) if p["metadata"]["name"] == name]
+            found = [
+                p for p in (self.pods[0] if self.pods else []) if p["metadata"]["name"] == name
+            ]
             return httpx.Response(200, json=found[0]) if found else status_404(path)
         if path.endswith("/events"):
             return httpx.Response(200, json={"items": self.events})
