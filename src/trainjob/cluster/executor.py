@@ -140,8 +140,9 @@ class KubernetesExecutor(Executor):
         return cs.job_state(trainjob, jobset, self._pods(name, namespace))
 
     def states(self, namespace: str | None = None, *, pods: bool = True) -> list[st.JobState]:
-        """Every TrainJob's state from three list calls (TrainJobs, JobSets, their pods; two
-        without ``pods``), not three calls a job: one round of requests on a busy cluster."""
+        """Every TrainJob's state from three list calls (TrainJobs, JobSets, their pods), not three
+        calls a job: one round of requests on a busy cluster. Pods are read even without
+        ``pods``: a job is Running once its pods run."""
         trainjobs = self._trainjobs(namespace)
         if not trainjobs:
             return []
@@ -149,14 +150,13 @@ class KubernetesExecutor(Executor):
             _key(o): o for o in self._all(r.JOBSETS, namespace, optional=True)
         }
         by_job: dict[tuple[str, str], list[Obj]] = {}
-        if pods:
-            for p in self._all(r.PODS, namespace, label_selector=js.LABEL_JOBSET_NAME):
-                labels = cs.meta(p).get("labels") or {}
-                owner = (
-                    cs.meta(p).get("namespace") or namespace or "",
-                    labels[js.LABEL_JOBSET_NAME],
-                )
-                by_job.setdefault(owner, []).append(p)
+        for p in self._all(r.PODS, namespace, label_selector=js.LABEL_JOBSET_NAME):
+            labels = cs.meta(p).get("labels") or {}
+            owner = (
+                cs.meta(p).get("namespace") or namespace or "",
+                labels[js.LABEL_JOBSET_NAME],
+            )
+            by_job.setdefault(owner, []).append(p)
         return [cs.job_state(o, jobsets.get(_key(o)), by_job.get(_key(o), [])) for o in trainjobs]
 
     def _all(
@@ -283,11 +283,11 @@ class KubernetesExecutor(Executor):
     # -- runtimes -------------------------------------------------------------------------------
 
     def list_runtimes(self, namespace: str | None = None) -> list[Runtime]:
-        """ClusterTrainingRuntimes, then TrainingRuntimes (of ``namespace``, else of every
-        namespace); a cluster without the TrainingRuntime CRD has only the former. A 403 is an
-        error, as upstream's SDK has it (namespaced runtimes take precedence)."""
+        """TrainingRuntimes (of ``namespace``, else of every namespace), then
+        ClusterTrainingRuntimes; a cluster without the TrainingRuntime CRD has only the latter.
+        A 403 is an error, as upstream's SDK has it (namespaced runtimes take precedence)."""
         found: list[Runtime] = []
-        for res in (r.CLUSTER_TRAINING_RUNTIMES, r.TRAINING_RUNTIMES):
+        for res in (r.TRAINING_RUNTIMES, r.CLUSTER_TRAINING_RUNTIMES):
             try:
                 items, _ = self.kube.list_all(res, namespace if res.namespaced else None)
             except NotFound as e:

@@ -139,7 +139,7 @@ class Executor(abc.ABC):
     def wait(
         self,
         name: str,
-        namespace: str,
+        namespace: str = "default",
         phases: set[str] | frozenset[str] = frozenset({model.COMPLETE}),
         timeout: float | None = None,
         *,

@@ -41,7 +41,7 @@ from trainjob.executor.model import Event, JobState, PodState
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, status
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
-from trainjob.runtime import CompileOptions, compile
+from trainjob.runtime import CompileOptions, compile, kinds
 from trainjob.runtime.plan import Plan
 
 DEFAULT_NAMESPACE = "default"
@@ -120,7 +120,7 @@ class LocalExecutor(Executor):
 
             private, public = keys.generate_ssh_key_pair()
             options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
-        plan = compile(tj, runtime, options)
+        plan = _local_plan(compile(tj, runtime, options))
         _check_local_size(plan, tj)
         run_dir = os.path.abspath(cwd or os.getcwd())
         runtime_dict = to_dict(runtime)
@@ -617,6 +617,25 @@ def _state(
         pods=pod_states,
         trainjob=trainjob or {},
     )
+
+
+def _local_plan(plan: Plan) -> Plan:
+    """The Plan as this machine runs it, each object as its plugin declares
+    (:mod:`trainjob.runtime.kinds`): the JobSet runs as processes, ConfigMaps and Secrets are
+    mounted as files, PodGroups are left out (one machine needs no gang scheduling). A kind no
+    plugin declares is a ConfigError before anything starts."""
+    kept = []
+    for obj in plan.objects:
+        try:
+            kind = kinds.of(obj)
+        except KeyError:
+            raise ConfigError(
+                f"the plan holds a {obj.get('apiVersion')}, Kind={obj.get('kind')} that no runtime "
+                "plugin declares: the local backend cannot run it (use a cluster)"
+            ) from None
+        if kind.local is not kinds.Local.SKIP:
+            kept.append(obj)
+    return Plan(tuple(kept))
 
 
 MAX_LOCAL_PODS = 256

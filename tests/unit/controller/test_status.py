@@ -11,6 +11,7 @@ from trainjob.controller import status as st
 from trainjob.controller.reconcile import failure_message
 from trainjob.core import conditions as cond
 from trainjob.core import times
+from trainjob.runtime.plugins import jobset as jobset_plugin
 
 Obj = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -115,7 +116,7 @@ def jobset(conditions: list[Obj] | None = None, rjobs: list[Obj] | None = None) 
 
 def test_a_completed_jobset_completes_the_trainjob_with_its_reason_and_time() -> None:
     conds: list[Obj] = []
-    st.apply_jobset_status(
+    jobset_plugin.apply_jobset_status(
         conds, jobset([c("Completed", "True", "AllJobsCompleted", "jobset completed successfully")])
     )
     assert conds == [c("Complete", "True", "AllJobsCompleted", "jobset completed successfully")]
@@ -123,20 +124,22 @@ def test_a_completed_jobset_completes_the_trainjob_with_its_reason_and_time() ->
 
 def test_a_failed_jobset_fails_the_trainjob() -> None:
     conds = [c("Suspended", "False", "Resumed", "TrainJob is resumed")]
-    st.apply_jobset_status(conds, jobset([c("Failed", "True", "FailedJobs", "jobset failed")]))
+    jobset_plugin.apply_jobset_status(
+        conds, jobset([c("Failed", "True", "FailedJobs", "jobset failed")])
+    )
     assert conds[1] == c("Failed", "True", "FailedJobs", "jobset failed")
 
 
 def test_false_jobset_conditions_are_not_copied() -> None:
     conds: list[Obj] = []
-    st.apply_jobset_status(
+    jobset_plugin.apply_jobset_status(
         conds, jobset([c("Completed", "False"), c("Failed", "False"), c("Suspended", "True")])
     )
     assert conds == []
 
 
 def test_jobs_status_is_copied_from_replicated_jobs_status_with_zeros() -> None:
-    got = st.apply_jobset_status(
+    got = jobset_plugin.apply_jobset_status(
         [], jobset(rjobs=[{"name": "node", "ready": 2, "active": 2}, {"name": "init"}])
     )
     assert got == [
