@@ -41,11 +41,6 @@ Obj = dict[str, Any]
 
 
 @runtime_checkable
-class Plugin(Protocol):
-    name: str
-
-
-@runtime_checkable
 class EnforceMLPolicyPlugin(Protocol):
     name: str
 
