@@ -36,9 +36,9 @@ from typing import Any
 
 from trainjob import extras
 from trainjob.api import constants as c
+from trainjob.api import quantity
 from trainjob.local import home as homes
 from trainjob.local import probes
-from trainjob.runtime import quantity
 from trainjob.runtime.plan import Plan
 
 Obj = dict[str, Any]
