@@ -22,9 +22,9 @@ try:  # typer >= 0.2x carries its own copy of click
 except ImportError:  # pragma: no cover - older typer on click
     from click.exceptions import ClickException, NoArgsIsHelpError  # type: ignore[assignment]
 
-from trainjob import __version__
+from trainjob import __version__, text
 from trainjob.api import constants as c
-from trainjob.errors import InvalidError, TrainJobError
+from trainjob.errors import ErrorList, InvalidError, TrainJobError
 
 HELP_STYLE = None
 """typer's ``rich_markup_mode`` for every command: None is click's plain help, as kubectl's is
@@ -147,8 +147,9 @@ def invalid_message(err: InvalidError) -> str:
     lines are printed once.
     """
     kind = err.kind.split(".", 1)[0]
-    head = f'The {kind} "{err.name}" is invalid' if kind or err.name else "The request is invalid"
-    lines = list(dict.fromkeys(str(fe) for fe in err.errors))
+    name = text.printable(err.name)
+    head = f'The {kind} "{name}" is invalid' if kind or err.name else "The request is invalid"
+    lines = list(dict.fromkeys(text.printable(str(fe)) for fe in err.errors))
     if not lines:
         return head + "\n"
     if len(lines) == 1:
@@ -157,11 +158,16 @@ def invalid_message(err: InvalidError) -> str:
 
 
 def report(err: TrainJobError) -> None:
-    """Print a user error on stderr as kubectl would: ``error: ...``, or the ``is invalid`` block."""
+    """Print a user error on stderr as kubectl would: ``error: ...``, or the ``is invalid`` block
+    (each of an ErrorList in turn). Control characters from the input are shown escaped."""
+    if isinstance(err, ErrorList):
+        for one in err.errors:
+            report(one)
+        return
     if isinstance(err, InvalidError):
         sys.stderr.write(invalid_message(err))
         return
-    msg = str(err)
+    msg = text.printable(str(err))
     sys.stderr.write(msg if msg.startswith("error: ") else f"error: {msg}")
     sys.stderr.write("\n")
 

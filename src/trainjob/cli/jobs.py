@@ -17,7 +17,6 @@ Registered on :data:`trainjob.cli.app`; every command is a thin layer over
 from __future__ import annotations
 
 import json
-import os
 import queue
 import re
 import sys
@@ -32,11 +31,11 @@ from rich.console import Console
 
 from trainjob.api import constants as c
 from trainjob.api import goyaml
-from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.api.trainer import Runtime, TrainingRuntime, TrainJob
 from trainjob.cli import HELP_STYLE, TARGET, Backend, app
 from trainjob.cli import plan as planning
 from trainjob.cli.cluster import ClusterJobs
-from trainjob.errors import AlreadyExistsError, TrainJobError
+from trainjob.errors import AlreadyExistsError, ErrorList, TrainJobError
 from trainjob.local import JobState, LocalExecutor
 from trainjob.local import state as st
 
@@ -226,29 +225,25 @@ def default_step(s: JobState) -> tuple[str, int, int]:
 # -- run ----------------------------------------------------------------------------------------
 
 
-def load_inputs(
-    paths: list[str], namespace: str | None
-) -> tuple[list[TrainJob], list[Runtime], list[str]]:
-    """The TrainJobs and runtimes in ``paths``, and each TrainJob's directory: where its relative
-    paths point (the file's directory, as docker compose resolves a compose file's; stdin's is
-    the working directory)."""
-    trainjobs: list[TrainJob] = []
-    runtimes: list[Runtime] = []
-    dirs: list[str] = []
-    for source, text in planning.read_sources(paths):
-        where = os.getcwd() if source == "STDIN" else os.path.dirname(os.path.abspath(source))
-        for doc in planning.documents(text, source):
-            obj = planning.parse(doc, source)
-            if isinstance(obj, TrainJob | TrainingRuntime):
-                obj = planning.with_namespace(obj, namespace)
-            if isinstance(obj, TrainJob):
-                trainjobs.append(obj)
-                dirs.append(where)
-            elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
-                runtimes.append(obj)
-    if not trainjobs:
-        raise TrainJobError(f"no TrainJob found in {', '.join(paths)}")
-    return trainjobs, runtimes, dirs
+def load_inputs(ex: Jobs, paths: list[str], namespace: str | None) -> planning.Inputs:
+    """The TrainJobs and runtimes of ``paths`` (and each TrainJob's directory: where its relative
+    paths point, the file's directory as docker compose resolves a compose file's; stdin's is the
+    working directory), read as ``trainjob plan`` reads them, each TrainJob checked against its
+    runtime before any is submitted: every problem at once, with the lines ``plan`` prints (an
+    ErrorList), so a file of two jobs, one invalid, runs neither."""
+    found = planning.read_inputs(paths, namespace)
+    problems = list(found.errors)
+    for tj, where in planning.usable(found):
+        try:
+            if isinstance(ex, LocalExecutor):  # commands run in the file's directory
+                ex.check(tj, found.runtimes, cwd=where)
+            else:
+                ex.check(tj, found.runtimes)
+        except TrainJobError as e:
+            problems.append(e)
+    if problems:
+        raise ErrorList(problems)
+    return found
 
 
 def progress_line(s: JobState, with_age: bool = True) -> str:
@@ -345,8 +340,9 @@ def run_command(
     ] = False,
 ) -> None:
     """Run TrainJobs (on this machine, or with --backend kubernetes on the cluster)."""
-    trainjobs, runtimes, dirs = load_inputs(filename, namespace)
     ex = executor()
+    found = load_inputs(ex, filename, namespace)
+    trainjobs, runtimes, dirs = found.trainjobs, found.runtimes, found.dirs
     submitted: list[TrainJob] = []
     for tj, where in zip(trainjobs, dirs, strict=True):
         name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)
