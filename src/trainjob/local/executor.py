@@ -36,7 +36,7 @@ from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
 from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.local import home as homes
-from trainjob.local import limits, mpi, pods, procs, status
+from trainjob.local import limits, mpi, podrun, pods, procs, ptree, status
 from trainjob.local import state as st
 from trainjob.local.state import Event, JobFailedError, JobState, PodState
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError, now
@@ -254,6 +254,7 @@ class LocalExecutor:
         for p in self.store.pods(row.namespace, row.name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
+        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)  # every process of the job, any session
         ts = now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
@@ -486,7 +487,8 @@ class LocalExecutor:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
         try:
             self.store.update_job(namespace, name, row.uid, deleting=1)
-            grace = 10.0  # the supervisor stops its pods and exits
+            # the supervisor stops its pods (SIGTERM, their grace period, SIGKILL) and exits
+            grace = _longest_grace(row) + 7.0
         except StoreFullError:
             grace = 0.0  # it cannot be told: kill it, and free the disk before the store
         pid, token = row.supervisor_pid, row.supervisor_start
@@ -496,6 +498,8 @@ class LocalExecutor:
         for p in self.store.pods(namespace, name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
+        # Whatever carries the job's mark (a supervisor killed before it could stop them).
+        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)
         with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to: no files
             shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
         self.store.delete_job(namespace, name, row.uid)
@@ -592,6 +596,17 @@ def _uid() -> str:
     import uuid
 
     return str(uuid.uuid4())
+
+
+def _longest_grace(row: JobRow) -> float:
+    """The longest ``terminationGracePeriodSeconds`` of the job's pods (the local default when
+    none sets one): how long its supervisor may take to stop them."""
+    try:
+        plan = Plan(tuple(json.loads(row.plan)))
+    except ValueError:
+        return podrun.DEFAULT_GRACE
+    graces = [podrun.grace_of(t.spec) for t in pods.pod_templates(plan, row.uid)]
+    return max(graces, default=podrun.DEFAULT_GRACE)
 
 
 def _replaced(path: Path, f: BinaryIO) -> bool:
