@@ -1,7 +1,9 @@
-"""The built-in runtimes and runtime lookup by name (files given first, then the built-in set).
+"""The built-in runtimes, runtime lookup by name (files given first, then the built-in set), and
+:func:`admit`: the one check every entry point makes before a TrainJob runs.
 
 Built-in ClusterTrainingRuntimes are the YAML files under ``manifests/runtimes/`` (shipped inside
-the wheel as ``trainjob/_manifests/runtimes``).
+the wheel as ``trainjob/_manifests/runtimes``). ``trainjob plan``, ``trainjob run`` and the SDK's
+local backend call :func:`admit`, so a TrainJob or runtime that ``plan`` refuses never runs.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from functools import cache
 from pathlib import Path
 
 from trainjob.api import constants as c
+from trainjob.api import validation
 from trainjob.api.load import load_file
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
-from trainjob.errors import NotFoundError
+from trainjob.errors import InvalidError, NotFoundError
 
 
 def runtimes_dir() -> Path:
@@ -55,3 +58,31 @@ def resolve(trainjob: TrainJob, candidates: list[Runtime] | None = None) -> Runt
         f'{kind}.{c.GROUP} "{ref.name}" not found: specified {what} must be created before the '
         f"TrainJob is created (built-in runtimes: {known}; or pass the runtime with another -f)"
     )
+
+
+def admit(trainjob: TrainJob, candidates: list[Runtime] | None = None) -> Runtime:
+    """The runtime ``trainjob`` runs on, once both pass the rules a cluster applies to them.
+
+    In the order a cluster meets them: the TrainJob CRD's own rules when its runtime cannot be
+    found (then NotFoundError), the runtime's admission rules (its webhook, when it was
+    created), then the TrainJob against that runtime (the TrainJob webhook). Raises InvalidError
+    of the object at fault, listing every problem.
+    """
+    from trainjob.runtime import validate
+
+    kind = f"{c.TRAINJOB_KIND}.{c.GROUP}"
+    name = trainjob.metadata.name or ""
+    try:
+        runtime = resolve(trainjob, candidates)
+    except NotFoundError:
+        errs = validation.validate_trainjob(trainjob)
+        if errs:
+            raise InvalidError(errs, kind, name) from None
+        raise
+    errs = validation.validate_runtime(runtime)
+    if errs:
+        raise InvalidError(errs, f"{runtime.kind}.{c.GROUP}", runtime.metadata.name or "")
+    errs = validate(trainjob, runtime)
+    if errs:
+        raise InvalidError(errs, kind, name)
+    return runtime

@@ -5,7 +5,8 @@
     ├── NotFoundError             a named object (runtime, job) does not exist
     ├── AlreadyExistsError        an object of that name exists already (a job, on submit)
     ├── ForbiddenError            not allowed: a cluster's RBAC, or an admission webhook, refused
-    └── ConfigError               the environment is not set up (missing command, bad config)
+    ├── ConfigError               the environment is not set up (missing command, bad config)
+    └── ErrorList                 several of the above at once (every problem in the input)
 
 Field errors render exactly as Kubernetes' ``field.Error`` does, so a user sees the same
 line from ``trainjob plan``, the admission webhook and the controller::
@@ -187,3 +188,12 @@ class ForbiddenError(TrainJobError):
 
 class ConfigError(TrainJobError):
     """The environment is not set up for what was asked (a missing command, a bad config)."""
+
+
+class ErrorList(TrainJobError):
+    """Several user errors found at once, each reported on its own (``trainjob run -f`` checks
+    every TrainJob in its files before submitting any, as ``plan`` reports every problem)."""
+
+    def __init__(self, errors: list[TrainJobError]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(str(e) for e in self.errors))

@@ -1,5 +1,8 @@
 """The error corpus: every malformed manifest in ``tests/unit/corpus/`` is rejected by ``trainjob plan``
-with exit code 1, exactly the stderr in its ``.stderr`` file, nothing on stdout and no traceback.
+with exit code 1, exactly the stderr in its ``.stderr`` file, nothing on stdout and no traceback,
+and by ``trainjob run`` (the local backend) with the same lines and nothing stored: one validation
+path for every entry point. ``tests/unit/corpus-local/`` holds what only the local backend refuses
+(more than this machine runs): ``run`` gives the lines of their ``.stderr``.
 
 Each ``NAME.yaml`` (or ``.json``) opens with a comment saying what is wrong with it (the test id).
 ``NAME.stderr`` is byte-exact kubectl-style output, with ``{file}`` standing for the path given to
@@ -22,6 +25,8 @@ from trainjob.cli import main
 
 CORPUS = Path(__file__).parent / "corpus"
 CASES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".yaml", ".json"))
+CORPUS_LOCAL = Path(__file__).parent / "corpus-local"
+LOCAL_CASES = sorted(p for p in CORPUS_LOCAL.iterdir() if p.suffix in (".yaml", ".json"))
 
 
 def _builtins() -> str:
@@ -56,6 +61,71 @@ def test_plan_rejects_malformed_input_with_exact_kubectl_lines(
     assert "Traceback" not in err
     assert (code, out) == (1, "")
     assert err == expected_stderr(case, file_arg)
+
+
+def _run(case: Path, home: Path) -> tuple[int, str, str]:
+    """``trainjob run -f CASE`` on the local backend in ``home``; nothing may be stored."""
+    import contextlib
+    import io
+
+    from trainjob.local import LocalExecutor
+
+    out, err = io.StringIO(), io.StringIO()
+    old = os.environ.get("TRAINJOB_HOME")
+    os.environ["TRAINJOB_HOME"] = str(home)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["run", "-f", str(case)])
+    finally:
+        if old is None:
+            del os.environ["TRAINJOB_HOME"]
+        else:
+            os.environ["TRAINJOB_HOME"] = old
+    if (home / "trainjob.db").exists():
+        ex = LocalExecutor(home)
+        stored = ex.states(None, pods=False)
+        for s in stored:  # stop what was wrongly started before failing
+            ex.delete(s.name, s.namespace)
+        assert stored == [], "run stored a job it should have refused"
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_run_refuses_what_plan_refuses_with_the_same_lines(case: Path, tmp_path: Path) -> None:
+    code, out, err = _run(case, tmp_path / "home")
+    assert "Traceback" not in err
+    assert (code, out) == (1, "")
+    assert err == expected_stderr(case, str(case))
+
+
+def test_local_corpus_is_complete() -> None:
+    assert len(LOCAL_CASES) >= 5
+    missing = [c.name for c in LOCAL_CASES if not c.with_suffix(".stderr").exists()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("case", LOCAL_CASES, ids=[c.stem for c in LOCAL_CASES])
+def test_run_refuses_what_this_machine_cannot_run(
+    case: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    from trainjob.local import limits
+
+    machine = {  # what this machine has, as the messages say it
+        f"at most {limits.max_procs_per_node()} on": "at most {limit} on",
+        f"({os.cpu_count() or 1} CPUs)": "({cpus} CPUs)",
+    }
+    code, out, err = _run(case, tmp_path / "home")
+    if request.config.getoption("--update-golden"):
+        text = _generalise(err, str(case))
+        for real, placeholder in machine.items():
+            text = text.replace(real, placeholder)
+        case.with_suffix(".stderr").write_text(text)
+    assert "Traceback" not in err
+    assert (code, out) == (1, "")
+    want = expected_stderr(case, str(case))
+    for real, placeholder in machine.items():
+        want = want.replace(placeholder, real)
+    assert err == want
 
 
 def _console_script() -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainjob.api import constants as c
-from trainjob.api import meta
+from trainjob.api import corev1, meta, templates
 from trainjob.api.base import to_dict
 from trainjob.api.core import EnvVar
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
@@ -40,7 +40,7 @@ def is_quantity(value: object) -> bool:
     if isinstance(value, bool | float):
         return False
     if isinstance(value, int):
-        return value >= 0
+        return True  # a negative one is refused by corev1.validate_resources, as the apiserver does
     return isinstance(value, str) and bool(QUANTITY.match(value))
 
 
@@ -71,6 +71,7 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
                     "metadata.name", name, "metadata.name must be no more than 63 characters"
                 )
             )
+    errs.extend(validate_namespace(tj.metadata.namespace))
     errs.extend(meta.validate_metadata("metadata", tj.metadata))
     spec = tj.spec
     errs.extend(meta.validate_labels("spec.labels", spec.labels))
@@ -127,15 +128,20 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
             if values is not None and len(values) > MAX_COMMAND:
                 errs.append(FieldError.too_many(f"spec.trainer.{fld}", len(values), MAX_COMMAND))
         errs.extend(_validate_env("spec.trainer.env", tr.env))
-        if tr.resources_per_node is not None:
+        errs.extend(corev1.validate_argv("spec.trainer", {"command": tr.command, "args": tr.args}))
+        rpn = tr.resources_per_node
+        if rpn is not None:
             for kind in ("limits", "requests"):
-                for res, qty in (getattr(tr.resources_per_node, kind) or {}).items():
+                for res, qty in (getattr(rpn, kind) or {}).items():
                     if not is_quantity(qty):
                         errs.append(
                             FieldError.invalid(
                                 f"spec.trainer.resourcesPerNode.{kind}.{res}", qty, QUANTITY_MESSAGE
                             )
                         )
+            path = "spec.trainer.resourcesPerNode"
+            errs.extend(corev1.unknown_resource_fields(path, rpn.model_extra or {}))
+            errs.extend(corev1.validate_resources(path, rpn.limits, rpn.requests))
     init = spec.initializer
     if init is not None:
         for part, cfg in (("dataset", init.dataset), ("model", init.model)):
@@ -188,6 +194,30 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
     return errs
 
 
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_LABEL_MESSAGE = (  # apimachinery's message
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def validate_namespace(namespace: str | None) -> list[FieldError]:
+    """An object's namespace, when it names one: a DNS-1123 label of at most 63 characters
+    (the apiserver takes it from the URL; locally it names a directory, so ``..`` never passes)."""
+    if namespace is None:
+        return []
+    if len(namespace) > 63:
+        return [
+            FieldError.invalid(
+                "metadata.namespace", namespace, "must be no more than 63 characters"
+            )
+        ]
+    if not DNS1123_LABEL.match(namespace):
+        return [FieldError.invalid("metadata.namespace", namespace, DNS1123_LABEL_MESSAGE)]
+    return []
+
+
 def _patch_directives(path: str, value: Any) -> list[FieldError]:
     """``$patch``, ``$retainKeys``, ... anywhere in a patch: upstream's typed patch has no room for
     them (the apiserver drops them), and merged here they would end up as fields of the JobSet."""
@@ -223,6 +253,7 @@ def _validate_env(path: str, env: Sequence[EnvVar] | None) -> list[FieldError]:
         elif n in names:
             errs.append(FieldError.duplicate(f"{path}[{i}]", {"name": n}))
         names.add(n)
+    errs.extend(corev1.validate_env(path, env))
     return errs
 
 
@@ -302,8 +333,10 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
     errs: list[FieldError] = []
     if not rt.metadata.name:
         errs.append(FieldError.required("metadata.name", "name or generateName is required"))
+    errs.extend(validate_namespace(rt.metadata.namespace))
     errs.extend(meta.validate_metadata("metadata", rt.metadata))
     errs.extend(meta.validate_nested_metadata("spec.template", to_dict(rt.spec.template)))
+    errs.extend(templates.validate_template(to_dict(rt.spec.template.spec)))
     policy = rt.spec.ml_policy
     if policy is not None:
         set_policies = [n for n in ("torch", "mpi", "jax", "xgboost", "flux") if getattr(policy, n)]

@@ -17,9 +17,9 @@ from typing import Annotated
 
 import typer
 
-from trainjob import __version__
+from trainjob import __version__, text
 from trainjob.api import constants as c
-from trainjob.errors import InvalidError, TrainJobError
+from trainjob.errors import ErrorList, InvalidError, TrainJobError
 
 HELP_STYLE = None
 """typer's ``rich_markup_mode`` for every command: None is click's plain help, as kubectl's is
@@ -80,14 +80,58 @@ def options(
 # Command modules, imported for their side effect of registering commands on ``app``.
 COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion")
 
+COMMANDS = {
+    "version": None,
+    "plan": "plan",
+    "run": "jobs",
+    "get": "get",
+    "describe": "get",
+    "logs": "jobs",
+    "suspend": "jobs",
+    "resume": "jobs",
+    "delete": "jobs",
+    "controller": "controller",
+    "crds": "crds",
+    "completion": "completion",
+}
+"""Command -> the module that registers it (None: this one), so that ``trainjob get jobs`` imports
+the job commands alone, not the controller (as pip's lazy command table). A command missing here,
+or not found in its module, loads every module: the table can only make a start faster."""
 
-def _register() -> None:
+GLOBAL_OPTIONS_WITH_VALUES = ("--backend", "--kubeconfig", "--context")
+
+
+def _import(name: str) -> None:
+    try:
+        importlib.import_module(f"trainjob.cli.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"trainjob.cli.{name}":
+            raise
+
+
+def _register(command: str | None = None) -> None:
+    """Import the module of ``command`` (every command module when None or unknown)."""
+    if command in COMMANDS:
+        module = COMMANDS[command]
+        if module is not None:
+            _import(module)
+        registered = {c.name for c in app.registered_commands}
+        registered |= {g.name for g in app.registered_groups}
+        if command in registered or module is None:
+            return
     for name in COMMAND_MODULES:
-        try:
-            importlib.import_module(f"trainjob.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"trainjob.cli.{name}":
-                raise
+        _import(name)
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names (``get`` in ``--backend kubernetes get jobs``), or None."""
+    args = iter(argv)
+    for arg in args:
+        if arg in GLOBAL_OPTIONS_WITH_VALUES:
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def invalid_message(err: InvalidError) -> str:
@@ -98,8 +142,9 @@ def invalid_message(err: InvalidError) -> str:
     lines are printed once.
     """
     kind = err.kind.split(".", 1)[0]
-    head = f'The {kind} "{err.name}" is invalid' if kind or err.name else "The request is invalid"
-    lines = list(dict.fromkeys(str(fe) for fe in err.errors))
+    name = text.printable(err.name)
+    head = f'The {kind} "{name}" is invalid' if kind or err.name else "The request is invalid"
+    lines = list(dict.fromkeys(text.printable(str(fe)) for fe in err.errors))
     if not lines:
         return head + "\n"
     if len(lines) == 1:
@@ -108,11 +153,16 @@ def invalid_message(err: InvalidError) -> str:
 
 
 def report(err: TrainJobError) -> None:
-    """Print a user error on stderr as kubectl would: ``error: ...``, or the ``is invalid`` block."""
+    """Print a user error on stderr as kubectl would: ``error: ...``, or the ``is invalid`` block
+    (each of an ErrorList in turn). Control characters from the input are shown escaped."""
+    if isinstance(err, ErrorList):
+        for one in err.errors:
+            report(one)
+        return
     if isinstance(err, InvalidError):
         sys.stderr.write(invalid_message(err))
         return
-    msg = str(err)
+    msg = text.printable(str(err))
     sys.stderr.write(msg if msg.startswith("error: ") else f"error: {msg}")
     sys.stderr.write("\n")
 
@@ -141,11 +191,13 @@ def usage_error(err: typer.TyperException) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return its exit code (0 ok, 1 user error, 2 usage error, 130 interrupted)."""
-    _register()
     if os.environ.get("_TRAINJOB_COMPLETE"):  # a completion script asks (cli/completion.py)
+        _register()
         from trainjob.cli import completion
 
         completion.enable()
+    else:
+        _register(command_of(sys.argv[1:] if argv is None else argv))
     try:
         code = app(args=argv, prog_name="trainjob", standalone_mode=False)
         return code if isinstance(code, int) and not isinstance(code, bool) else 0

@@ -16,14 +16,13 @@ namespace on a cluster.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
-from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.api.trainer import TrainJob
 from trainjob.cli import app
 from trainjob.cli import plan as planning
 from trainjob.cli.output import (
@@ -37,7 +36,7 @@ from trainjob.cli.output import (
     out,
 )
 from trainjob.core import times
-from trainjob.errors import AlreadyExistsError, TrainJobError
+from trainjob.errors import AlreadyExistsError, ErrorList, TrainJobError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import JobState
@@ -46,29 +45,22 @@ from trainjob.executor.steps import default_step, parse_step, step_name
 # -- run ----------------------------------------------------------------------------------------
 
 
-def load_inputs(
-    paths: list[str], namespace: str | None
-) -> tuple[list[TrainJob], list[Runtime], list[str]]:
-    """The TrainJobs and runtimes in ``paths``, and each TrainJob's directory: where its relative
-    paths point (the file's directory, as docker compose resolves a compose file's; stdin's is
-    the working directory)."""
-    trainjobs: list[TrainJob] = []
-    runtimes: list[Runtime] = []
-    dirs: list[str] = []
-    for source, text in planning.read_sources(paths):
-        where = os.getcwd() if source == "STDIN" else os.path.dirname(os.path.abspath(source))
-        for doc in planning.documents(text, source):
-            obj = planning.parse(doc, source)
-            if isinstance(obj, TrainJob | TrainingRuntime):
-                obj = planning.with_namespace(obj, namespace)
-            if isinstance(obj, TrainJob):
-                trainjobs.append(obj)
-                dirs.append(where)
-            elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
-                runtimes.append(obj)
-    if not trainjobs:
-        raise TrainJobError(f"no TrainJob found in {', '.join(paths)}")
-    return trainjobs, runtimes, dirs
+def load_inputs(ex: Executor, paths: list[str], namespace: str | None) -> planning.Inputs:
+    """The TrainJobs and runtimes of ``paths`` (and each TrainJob's directory: where its relative
+    paths point, the file's directory as docker compose resolves a compose file's; stdin's is the
+    working directory), read as ``trainjob plan`` reads them, each TrainJob checked against its
+    runtime before any is submitted: every problem at once, with the lines ``plan`` prints (an
+    ErrorList), so a file of two jobs, one invalid, runs neither."""
+    found = planning.read_inputs(paths, namespace)
+    problems = list(found.errors)
+    for tj, where in planning.usable(found):
+        try:
+            ex.check(tj, found.runtimes, cwd=where)  # a local job's commands run there
+        except TrainJobError as e:
+            problems.append(e)
+    if problems:
+        raise ErrorList(problems)
+    return found
 
 
 def progress_line(s: JobState, with_age: bool = True) -> str:
@@ -161,8 +153,9 @@ def run_command(
     ] = False,
 ) -> None:
     """Run TrainJobs (on this machine, or with --backend kubernetes on the cluster)."""
-    trainjobs, runtimes, dirs = load_inputs(filename, namespace)
     ex = executor()
+    found = load_inputs(ex, filename, namespace)
+    trainjobs, runtimes, dirs = found.trainjobs, found.runtimes, found.dirs
     submitted: list[TrainJob] = []
     for tj, where in zip(trainjobs, dirs, strict=True):
         name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)

@@ -13,11 +13,12 @@ Registered on :data:`trainjob.cli.app`; the logic lives in :func:`plan_files` so
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import typer
 import yaml
@@ -48,14 +49,48 @@ class Result:
     errors: list[TrainJobError] = field(default_factory=list)
 
 
+MAX_MANIFEST_BYTES = 3 * 1024 * 1024
+"""The most one file (or stdin) may hold: kube-apiserver's request limit (3 MiB), so no object
+of a bigger file could be created on a cluster; and reading ``-f /dev/zero`` ends at once."""
+
+
+def _too_large(source: str) -> TrainJobError:
+    return TrainJobError(
+        f"{source} is larger than {MAX_MANIFEST_BYTES // (1024 * 1024)} MiB, the most a "
+        "Kubernetes API request may hold: check that it is the manifest you meant, or split it"
+    )
+
+
+def _read_limited(f: BinaryIO, source: str) -> str:
+    data = f.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise _too_large(source)
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise TrainJobError(f"cannot read {source}: not a UTF-8 text file") from None
+
+
+def _read_stdin() -> str:
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is not None:
+        return _read_limited(raw, "STDIN")
+    text = sys.stdin.read(MAX_MANIFEST_BYTES + 1)  # a text stream (tests): count characters
+    if len(text) > MAX_MANIFEST_BYTES:
+        raise _too_large("STDIN")
+    return text
+
+
 def read_sources(paths: list[str]) -> list[tuple[str, str]]:
-    """``(source, text)`` for each file; ``-`` is stdin (read once), a directory its manifests."""
+    """``(source, text)`` for each file; ``-`` is stdin (read once), a directory its manifests.
+
+    Each is read up to :data:`MAX_MANIFEST_BYTES`; a bigger one (``/dev/zero``) is an error."""
     out: list[tuple[str, str]] = []
     stdin_read = False
     for p in paths:
         if p == "-":
             if not stdin_read:
-                out.append(("STDIN", sys.stdin.read()))
+                out.append(("STDIN", _read_stdin()))
                 stdin_read = True
             continue
         path = Path(p)
@@ -65,13 +100,13 @@ def read_sources(paths: list[str]) -> list[tuple[str, str]]:
                 if path.is_dir()
                 else [path]
             )
-            out.extend((str(f), f.read_text()) for f in files)
+            for f in files:
+                with f.open("rb") as fh:
+                    out.append((str(f), _read_limited(fh, f'"{f}"')))
         except FileNotFoundError as e:
             raise TrainJobError(f'the path "{e.filename}" does not exist') from None
         except OSError as e:
             raise TrainJobError(f'cannot read "{e.filename}": {e.strerror}') from None
-        except UnicodeDecodeError:
-            raise TrainJobError(f'cannot read "{p}": not a UTF-8 text file') from None
     return out
 
 
@@ -142,22 +177,38 @@ def with_namespace(obj: TrainJob | TrainingRuntime, namespace: str | None) -> An
     return obj.model_copy(update={"metadata": meta})
 
 
-def plan_files(paths: list[str], namespace: str | None = None) -> Result:
-    """Compile every TrainJob in ``paths``; collect every error instead of stopping at the first."""
-    result = Result()
-    trainjobs: list[TrainJob] = []
-    runtimes: list[Runtime] = []
-    # Runtimes given in the input that are invalid: TrainJobs using them are not compiled (the
-    # runtime's own errors say what to fix; a "not found" or repeated errors would only confuse).
-    broken: set[RuntimeKey] = set()
+@dataclass
+class Inputs:
+    """What :func:`read_inputs` found in the files: the objects, and every error so far."""
+
+    trainjobs: list[TrainJob] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)  # each TrainJob's file's directory
+    runtimes: list[Runtime] = field(default_factory=list)
+    errors: list[TrainJobError] = field(default_factory=list)
+    # Runtimes (or TrainJobs) given in the input that are invalid: TrainJobs using them are not
+    # compiled (the runtime's own errors say what to fix; "not found" would only confuse).
+    broken: set[RuntimeKey] = field(default_factory=set)
+
+
+def read_inputs(paths: list[str], namespace: str | None = None) -> Inputs:
+    """Read and parse every document of ``paths``; check the runtimes among them (their
+    admission rules) and that no object is given twice. Errors are collected, not raised: the
+    same reading serves ``plan`` and ``run``, so both report the same lines."""
+    found = Inputs()
     # Where each object was read (kind, namespace, name) -> source: an object given twice is an
     # error, as ``kubectl create -f`` refuses the second copy (which one would a plan use?).
     given: dict[RuntimeKey, str] = {}
-    for source, text in read_sources(paths):
+    try:
+        sources = read_sources(paths)
+    except TrainJobError as e:
+        found.errors.append(e)
+        return found
+    for source, text in sources:
+        where = os.getcwd() if source == "STDIN" else os.path.dirname(os.path.abspath(source))
         try:
             docs = documents(text, source)
         except TrainJobError as e:
-            result.errors.append(e)
+            found.errors.append(e)
             continue
         for doc in docs:
             try:
@@ -165,42 +216,53 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
                 if isinstance(obj, TrainJob | TrainingRuntime):
                     obj = with_namespace(obj, namespace)
             except TrainJobError as e:
-                result.errors.append(e)
+                found.errors.append(e)
                 if isinstance(e, InvalidError) and isinstance(doc, dict):
-                    broken.add(_raw_runtime_key(doc, namespace))
+                    found.broken.add(_raw_runtime_key(doc, namespace))
                 continue
             if isinstance(obj, TrainJob | TrainingRuntime | ClusterTrainingRuntime):
                 key = _object_key(obj)
                 if key in given:
-                    result.errors.append(_given_twice(key, given[key], source))
-                    broken.add(key)
+                    found.errors.append(_given_twice(key, given[key], source))
+                    found.broken.add(key)
                     continue
                 given[key] = source
             if isinstance(obj, TrainJob):
-                trainjobs.append(obj)
+                found.trainjobs.append(obj)
+                found.dirs.append(where)
             elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
-                runtimes.append(obj)
+                found.runtimes.append(obj)
                 errs = validation.validate_runtime(obj)
                 if errs:
-                    result.errors.append(
+                    found.errors.append(
                         InvalidError(errs, f"{obj.kind}.{c.GROUP}", obj.metadata.name or "")
                     )
-                    broken.add(_runtime_key(obj))
-    if not trainjobs and not result.errors:
+                    found.broken.add(_runtime_key(obj))
+    if not found.trainjobs and not found.errors:
         where = ", ".join("STDIN" if p == "-" else p for p in paths)
-        result.errors.append(TrainJobError(f"no TrainJob found in {where}"))
-    for tj in trainjobs:
-        if _ref_key(tj) in broken or _object_key(tj) in broken:
-            continue
+        found.errors.append(TrainJobError(f"no TrainJob found in {where}"))
+    return found
+
+
+def usable(found: Inputs) -> list[tuple[TrainJob, str]]:
+    """The TrainJobs of ``found`` (with their directories) whose runtime in the input, and
+    themselves, parsed cleanly."""
+    return [
+        (tj, where)
+        for tj, where in zip(found.trainjobs, found.dirs, strict=True)
+        if _ref_key(tj) not in found.broken and _object_key(tj) not in found.broken
+    ]
+
+
+def plan_files(paths: list[str], namespace: str | None = None) -> Result:
+    """Compile every TrainJob in ``paths``; collect every error instead of stopping at the first."""
+    found = read_inputs(paths, namespace)
+    result = Result(errors=list(found.errors))
+    for tj, _ in usable(found):
         try:
-            result.plans.append(compile(tj, catalog.resolve(tj, runtimes)))
-        except InvalidError as e:
+            result.plans.append(compile(tj, catalog.admit(tj, found.runtimes)))
+        except (InvalidError, NotFoundError) as e:
             result.errors.append(e)
-        except NotFoundError as e:
-            # As on a cluster, the CRD's own rules (a bad name, kind, ...) are checked first.
-            errs = validation.validate_trainjob(tj)
-            kind = f"{c.TRAINJOB_KIND}.{c.GROUP}"
-            result.errors.append(InvalidError(errs, kind, tj.metadata.name or "") if errs else e)
     return result
 
 

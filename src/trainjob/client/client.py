@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from trainjob.client import arguments, types
 from trainjob.client import constants as c
-from trainjob.client import types
 from trainjob.client.backends.base import RuntimeBackend
 from trainjob.client.config import (
     ENV_BACKEND,
@@ -95,6 +95,7 @@ class TrainerClient:
 
     def get_runtime(self, name: str) -> types.Runtime:
         """The runtime named ``name`` (a namespaced TrainingRuntime first, then cluster-wide)."""
+        arguments.name(name, what="runtime")
         return self.backend.get_runtime(name=name)
 
     def get_runtime_packages(self, runtime: types.Runtime | str) -> None:
@@ -127,16 +128,19 @@ class TrainerClient:
             TimeoutError: the backend did not answer in time.
             RuntimeError: the TrainJob could not be created.
         """
+        arguments.train(runtime, initializer, trainer, options)
         return self.backend.train(
             runtime=runtime, initializer=initializer, trainer=trainer, options=options
         )
 
     def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
         """The TrainJobs (of ``runtime`` only, when given)."""
+        arguments.runtime_filter(runtime)
         return self.backend.list_jobs(runtime=runtime)
 
     def get_job(self, name: str) -> types.TrainJob:
         """The TrainJob named ``name``."""
+        arguments.name(name)
         return self.backend.get_job(name=name)
 
     def get_job_logs(
@@ -147,10 +151,12 @@ class TrainerClient:
         With ``follow=True`` it waits for a pending step and yields lines as they are written,
         until the step ends.
         """
+        arguments.logs(name, step, follow)
         return self.backend.get_job_logs(name=name, follow=follow, step=step)
 
     def get_job_events(self, name: str) -> list[types.Event]:
         """Events about the TrainJob and its pods, oldest first."""
+        arguments.name(name)
         return self.backend.get_job_events(name=name)
 
     def wait_for_job_status(
@@ -178,6 +184,7 @@ class TrainerClient:
                 Failed: <why, from its events>``; or the job cannot be read.
             TimeoutError: ``timeout`` passed.
         """
+        arguments.wait(name, status, timeout, polling_interval, callbacks)
         progress = ProgressDisplay() if show_progress else None
         with progress or contextlib.nullcontext():
             return self.backend.wait_for_job_status(
@@ -190,4 +197,5 @@ class TrainerClient:
 
     def delete_job(self, name: str) -> None:
         """Delete the TrainJob, its processes or pods, and its logs."""
+        arguments.name(name)
         return self.backend.delete_job(name=name)

@@ -58,13 +58,18 @@ def job_status(
     return c.TRAINJOB_CREATED
 
 
+def _set(values: Iterable[str]) -> str:
+    """A set as Python prints one, sorted, so the message is the same every run."""
+    return "{" + ", ".join(repr(v) for v in sorted(values)) + "}"
+
+
 def check_wait_args(status: set[str], timeout: float, polling_interval: float) -> None:
     """Upstream's argument checks for ``wait_for_job_status``."""
     if not isinstance(status, set | frozenset) or not status:
         raise ValueError(f"Expected status {status} must be a non-empty set of statuses")
     if not set(status).issubset(c.TRAINJOB_STATUSES):
         raise ValueError(
-            f"Expected status {status} must be a subset of {set(sorted(c.TRAINJOB_STATUSES))}"
+            f"Expected status {_set(status)} must be a subset of {_set(c.TRAINJOB_STATUSES)}"
         )
     if polling_interval <= 0:
         raise ValueError(

@@ -93,7 +93,9 @@ class KubernetesExecutor(Executor):
         """Create a TrainJob object as given (the SDK builds it and lets the cluster check it)."""
         return _trainjob(self.kube.create(r.TRAINJOBS, trainjob, namespace, field_manager=None))
 
-    def check(self, trainjob: TrainJob, runtimes: Sequence[Runtime] = ()) -> None:
+    def check(
+        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+    ) -> None:
         """Field errors before anything is sent: the same rules as trainjob's admission webhook,
         against the runtime from the files or the cluster (when neither has it, the cluster
         says so), so a cluster without trainjob's webhook refuses nothing silently."""

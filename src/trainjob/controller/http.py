@@ -1,9 +1,23 @@
 """Small HTTP(S) servers in background threads: health probes, metrics, admission webhooks.
 
-:func:`serve` starts a ``ThreadingHTTPServer`` whose routes map ``(method, path)`` to a function
-``(body bytes) -> (status, content type, body bytes)``. With an ``ssl_context`` each connection is
-wrapped in TLS in its own thread (a slow client's handshake never blocks the others), and the
-context can be swapped later (certificate rotation) through :attr:`Server.ssl_context`.
+:func:`serve` starts a :class:`Server` whose routes map ``(method, path)`` to a function
+``(body bytes) -> (status, content type, body bytes)``. The webhook server is reachable by any
+pod of a cluster, so a slow or hostile client must never delay a normal AdmissionReview nor grow
+the process past its memory limit:
+
+* connections are served by one asyncio loop (a stalled one costs a coroutine, not a thread);
+  route functions run on a small pool of :data:`HANDLER_THREADS` threads;
+* TLS is negotiated per connection with the current :attr:`Server.ssl_context` (it can be swapped
+  for certificate rotation) within :data:`HANDSHAKE_TIMEOUT`; a request's head and body must then
+  arrive within :data:`REQUEST_TIMEOUT` in all (a deadline, not a per-read timeout: one byte every
+  few seconds does not keep it open) and an idle kept-alive connection is closed after
+  :data:`IDLE_TIMEOUT`;
+* a body needs a valid ``Content-Length`` of at most :data:`MAX_BODY` (negative, malformed or
+  missing with a body: 400/411; chunked: 501; larger: 413, unread); bodies over 64 KiB share a
+  budget of :data:`BODY_BUDGET` bytes in flight (read into one buffer each, held until answered),
+  so many large requests at once wait their turn;
+* at most :data:`MAX_CONNECTIONS` connections are open; one more evicts the connection that has
+  waited longest for its client, so stalled connections never lock a new one out.
 
 Used by ``trainjob.controller.manager`` (``/healthz``, ``/readyz``, ``/metrics``) and
 ``trainjob.controller.webhooks`` (the admission paths).
@@ -11,13 +25,18 @@ Used by ``trainjob.controller.manager`` (``/healthz``, ``/readyz``, ``/metrics``
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import cast
 
 from trainjob.errors import ConfigError
 
@@ -27,78 +46,275 @@ Response = tuple[int, str, bytes]
 Route = Callable[[bytes], Response]
 
 MAX_BODY = 8 * 1024 * 1024
+MAX_HEAD = 64 * 1024  # request line and headers
+SMALL_BODY = 64 * 1024  # bodies up to this size skip the shared budget
+BODY_BUDGET = 32 * 1024 * 1024
+MAX_CONNECTIONS = 512
+HANDLER_THREADS = 4
+HANDSHAKE_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 10.0  # the apiserver gives a webhook call at most 10 s (timeoutSeconds)
+IDLE_TIMEOUT = 60.0
+WRITE_TIMEOUT = 10.0
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class _Reject(Exception):
+    """A request answered with an error status, after which the connection is closed."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(eq=False)
+class _Conn:
+    writer: asyncio.StreamWriter
+    since: float = field(default_factory=time.monotonic)  # when it began waiting for its client
+    waiting: bool = True  # reading from the client (evictable), not running a handler
+
+
+class Server:
+    """An HTTP/1.1 server on an asyncio loop in a daemon thread (see the module docstring)."""
 
     def __init__(
-        self, address: tuple[str, int], routes: dict[tuple[str, str], Route], name: str
+        self,
+        sock: socket.socket,
+        routes: dict[tuple[str, str], Route],
+        name: str,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.routes = routes
         self.name = name
-        self.ssl_context: ssl.SSLContext | None = None
-        super().__init__(address, _Handler)
+        self.ssl_context = ssl_context  # read per connection: may be swapped at any time
+        self._sock = sock
+        self._pool = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix=f"http-{name}")
+        self._loop = asyncio.new_event_loop()
+        self._conns: set[_Conn] = set()
+        self._budget = BODY_BUDGET
+        self._budget_freed: asyncio.Condition | None = None
+        self._server: asyncio.Server | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"http-{name}", daemon=True)
+        self._thread.start()
+        self._ready.wait()
 
     @property
     def port(self) -> int:
-        return int(self.server_address[1])
+        return int(self._sock.getsockname()[1])
 
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        ctx = self.ssl_context
-        if ctx is not None:
-            try:
-                request.settimeout(10)
-                request = ctx.wrap_socket(request, server_side=True)
-                request.settimeout(None)
-            except (OSError, ssl.SSLError) as e:
-                log.debug("%s: TLS handshake with %s failed: %s", self.name, client_address, e)
-                return
-        super().finish_request(request, client_address)
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def start() -> None:
+            self._budget_freed = asyncio.Condition()
+            self._server = await asyncio.start_server(
+                self._connection, sock=self._sock, limit=MAX_HEAD
+            )
+
+        self._loop.run_until_complete(start())
+        self._ready.set()
+        self._loop.run_forever()
 
     def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
+        """Close the listener and every connection; wait for the loop to end."""
 
+        async def close() -> None:
+            if self._server is not None:
+                self._server.close()
+            for conn in list(self._conns):
+                conn.writer.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-class _Handler(BaseHTTPRequestHandler):
-    server: Server
-    protocol_version = "HTTP/1.1"
+        if self._loop.is_running():
+            asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s: " + format, self.server.name, *args)
+    # -- connections -------------------------------------------------------------------------
 
-    def _handle(self, method: str) -> None:
-        path = self.path.split("?", 1)[0]
-        route = self.server.routes.get((method, path))
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._reply(413, "text/plain", b"request body too large\n")
-            return
-        body = self.rfile.read(length) if length else b""
-        if route is None:
-            self._reply(404, "text/plain", b"not found\n")
-            return
+    def _admit(self, conn: _Conn) -> None:
+        """Track ``conn``; past the limit, close the one that has waited longest for its client."""
+        if len(self._conns) >= MAX_CONNECTIONS:
+            idle = [c for c in self._conns if c.waiting]
+            if idle:
+                oldest = min(idle, key=lambda c: c.since)
+                log.debug(
+                    "%s: %d connections open; closing the longest waiting",
+                    self.name,
+                    len(self._conns),
+                )
+                oldest.writer.close()
+                self._conns.discard(oldest)
+        self._conns.add(conn)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = _Conn(writer)
+        self._admit(conn)
+        peer = writer.get_extra_info("peername")
         try:
-            status, ctype, out = route(body)
+            ctx = self.ssl_context
+            if ctx is not None:
+                await writer.start_tls(ctx, ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
+            while await self._request(reader, writer, conn):
+                pass
+        except (OSError, ssl.SSLError, asyncio.IncompleteReadError, TimeoutError) as e:
+            log.debug("%s: connection from %s ended: %s", self.name, peer, e or type(e).__name__)
+        finally:
+            self._conns.discard(conn)
+            writer.close()
+            try:
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+            except Exception:  # a client that keeps sending, or never closes its side: drop it
+                writer.transport.abort()
+
+    async def _request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Conn
+    ) -> bool:
+        """Serve one request; whether the connection stays open for another."""
+        conn.waiting, conn.since = True, time.monotonic()
+        try:
+            first = await asyncio.wait_for(reader.read(1), IDLE_TIMEOUT)
+        except TimeoutError:
+            return False
+        if not first:
+            return False
+        try:
+            async with asyncio.timeout(REQUEST_TIMEOUT):
+                method, path, headers = await self._head(first, reader)
+                body, reserved = await self._body(method, headers, reader, writer)
+        except _Reject as e:
+            await self._reply(writer, e.status, "text/plain", f"{e}\n".encode(), close=True)
+            return False
+        except TimeoutError:
+            log.debug(
+                "%s: a request took over %.0fs to arrive; closing it", self.name, REQUEST_TIMEOUT
+            )
+            return False
+        conn.waiting = False
+        try:
+            status, ctype, out = await self._handle(method, path, body)
+        finally:
+            del body
+            await self._release(reserved)
+        keep = headers.get("connection", "").lower() != "close"
+        await self._reply(writer, status, ctype, out, close=not keep)
+        return keep
+
+    async def _head(
+        self, first: bytes, reader: asyncio.StreamReader
+    ) -> tuple[str, str, dict[str, str]]:
+        try:
+            raw = first + await reader.readuntil(b"\r\n\r\n")
+        except asyncio.LimitOverrunError:
+            raise _Reject(431, "request headers too large") from None
+        except asyncio.IncompleteReadError as e:
+            raise _Reject(400, "incomplete request") from e
+        lines = raw.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise _Reject(400, "malformed request line")
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            if not line:
+                continue
+            key, sep, value = line.partition(":")
+            if not sep:
+                raise _Reject(400, "malformed header")
+            headers[key.strip().lower()] = value.strip()
+        return parts[0], parts[1].split("?", 1)[0], headers
+
+    async def _body(
+        self,
+        method: str,
+        headers: dict[str, str],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> tuple[bytes, int]:
+        """The body (and the budget reserved for it), read within the request's deadline."""
+        if "transfer-encoding" in headers:
+            raise _Reject(501, "chunked request bodies are not supported: send Content-Length")
+        raw = headers.get("content-length")
+        if raw is None:
+            if method in ("POST", "PUT", "PATCH"):
+                raise _Reject(411, "Content-Length required")
+            return b"", 0
+        if not raw.isdigit():  # negative, signed, or not a number
+            raise _Reject(400, f"invalid Content-Length {raw[:40]!r}")
+        length = int(raw)
+        if length > MAX_BODY:
+            raise _Reject(413, "request body too large")
+        if headers.get("expect", "").lower() == "100-continue":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        reserved = await self._reserve(length)
+        try:
+            return await _read_exactly(reader, length), reserved
+        except BaseException:
+            await self._release(reserved)
+            raise
+
+    async def _reserve(self, length: int) -> int:
+        """Take ``length`` bytes of the shared body budget (small bodies need none)."""
+        if length <= SMALL_BODY:
+            return 0
+        assert self._budget_freed is not None
+        async with self._budget_freed:
+            await self._budget_freed.wait_for(lambda: self._budget >= length)
+            self._budget -= length
+        return length
+
+    async def _release(self, reserved: int) -> None:
+        if not reserved:
+            return
+        assert self._budget_freed is not None
+        async with self._budget_freed:
+            self._budget += reserved
+            self._budget_freed.notify_all()
+
+    async def _handle(self, method: str, path: str, body: bytes) -> Response:
+        if method not in ("GET", "POST"):
+            return 501, "text/plain", b"unsupported method\n"
+        route = self.routes.get((method, path))
+        if route is None:
+            return 404, "text/plain", b"not found\n"
+        try:
+            return await self._loop.run_in_executor(self._pool, route, body)
         except Exception:
-            log.exception("%s: %s %s failed", self.server.name, method, path)
-            status, ctype, out = 500, "text/plain", b"internal error\n"
-        self._reply(status, ctype, out)
+            log.exception("%s: %s %s failed", self.name, method, path)
+            return 500, "text/plain", b"internal error\n"
 
-    def _reply(self, status: int, ctype: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    async def _reply(
+        self, writer: asyncio.StreamWriter, status: int, ctype: str, body: bytes, *, close: bool
+    ) -> None:
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+        head = [
+            f"HTTP/1.1 {status} {reason}",
+            f"Content-Type: {ctype}",
+            f"Content-Length: {len(body)}",
+        ]
+        if close:
+            head.append("Connection: close")
+        writer.write("\r\n".join([*head, "", ""]).encode("latin-1") + body)
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
 
-    def do_GET(self) -> None:
-        self._handle("GET")
 
-    def do_POST(self) -> None:
-        self._handle("POST")
+async def _read_exactly(reader: asyncio.StreamReader, length: int) -> bytes:
+    """``length`` bytes into one buffer (``readexactly`` would hold a second copy)."""
+    buf = bytearray(length)
+    view, filled = memoryview(buf), 0
+    while filled < length:
+        chunk = await reader.read(min(1 << 16, length - filled))
+        if not chunk:
+            raise asyncio.IncompleteReadError(bytes(view[:filled]), length)
+        view[filled : filled + len(chunk)] = chunk
+        filled += len(chunk)
+    return cast(bytes, buf)  # a bytearray, read as bytes by json.loads and the routes
 
 
 def serve(
@@ -112,15 +328,13 @@ def serve(
 
     A port that cannot be bound (in use, not permitted) is a :class:`ConfigError` naming it."""
     family_host = host or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in family_host else socket.AF_INET
     try:
-        server = Server((family_host, port), routes, name)
+        sock = socket.create_server((family_host, port), family=family, backlog=1024)
     except OSError as e:
-        raise ConfigError(
-            f"cannot serve {name} on {family_host}:{port}: {e.strerror or e}"
-        ) from None
-    server.ssl_context = ssl_context
-    thread = threading.Thread(target=server.serve_forever, name=f"http-{name}", daemon=True)
-    thread.start()
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise ConfigError(f"cannot serve {name} on {family_host}:{port}: {why}") from None
+    server = Server(sock, routes, name, ssl_context)
     log.info("serving %s on %s:%d", name, family_host, server.port)
     return server
 

@@ -56,6 +56,13 @@ class Executor(abc.ABC):
         local job's commands run (ignored on a cluster)."""
 
     @abc.abstractmethod
+    def check(
+        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+    ) -> None:
+        """Every check :meth:`submit` makes, without creating or starting anything (so that a
+        file of several TrainJobs is refused whole when one is invalid)."""
+
+    @abc.abstractmethod
     def exists(self, name: str, namespace: str) -> bool:
         """Whether a TrainJob of that name exists (running or finished)."""
 

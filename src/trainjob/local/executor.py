@@ -18,7 +18,6 @@ import copy
 import dataclasses
 import json
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -30,6 +29,7 @@ from typing import Any, BinaryIO
 
 from trainjob import catalog
 from trainjob.api import constants as c
+from trainjob.api import validation
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
@@ -39,7 +39,7 @@ from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import Event, JobState, PodState
 from trainjob.local import home as homes
-from trainjob.local import mpi, pods, procs, status
+from trainjob.local import limits, mpi, podrun, pods, procs, ptree, status
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 from trainjob.runtime import CompileOptions, compile, kinds
 from trainjob.runtime.plan import Plan
@@ -48,12 +48,6 @@ DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_LABEL_MESSAGE = (  # Kubernetes' apimachinery validation message
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 # Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
 _STARTED: list[subprocess.Popen[bytes]] = []
 
@@ -91,42 +85,13 @@ class LocalExecutor(Executor):
 
         ``runtimes`` are looked up before the stored and built-in ones. ``cwd`` is where the
         containers' commands run (default: this process's working directory). Raises
-        InvalidError / NotFoundError (bad spec, unknown runtime), ConfigError (a command that
-        cannot run here) and AlreadyExistsError before anything starts.
+        InvalidError / NotFoundError (bad spec or runtime, unknown runtime, more than this
+        machine runs), ConfigError (a command that cannot run here) and AlreadyExistsError
+        before anything starts.
         """
-        tj = trainjob.model_copy(deep=True)
+        tj, runtime_dict, plan, run_dir, first_pods = self._prepare(trainjob, runtimes, cwd)
         meta = tj.metadata
-        meta.namespace = meta.namespace or DEFAULT_NAMESPACE
-        if not meta.name:
-            if not meta.generate_name:
-                raise InvalidError(
-                    [FieldError.required("metadata.name", "name or generateName is required")],
-                    f"{c.TRAINJOB_KIND}.{c.GROUP}",
-                )
-            meta.name = meta.generate_name + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
-        ns, name = meta.namespace, meta.name
-        if len(ns) > 63 or not _DNS1123_LABEL.fullmatch(ns):
-            # The namespace names a directory under $TRAINJOB_HOME: "../.." must never pass.
-            raise InvalidError(
-                [FieldError.invalid("metadata.namespace", ns, _DNS1123_LABEL_MESSAGE)],
-                "TrainJob",
-                name,
-            )
-        runtime = catalog.resolve(tj, [*runtimes, *self._stored_runtimes()])
-        options = CompileOptions()
-        policy = runtime.spec.ml_policy
-        if policy is not None and policy.mpi is not None:
-            from trainjob import keys
-
-            private, public = keys.generate_ssh_key_pair()
-            options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
-        plan = _local_plan(compile(tj, runtime, options))
-        _check_local_size(plan, tj)
-        run_dir = os.path.abspath(cwd or os.getcwd())
-        runtime_dict = to_dict(runtime)
-        meta.uid = _uid()
-        first_pods = self._preflight(plan, runtime_dict, ns, name, meta.uid, run_dir)
-
+        ns, name, uid = meta.namespace or DEFAULT_NAMESPACE, meta.name or "", meta.uid or ""
         created = times.now()
         meta.creation_timestamp = created
         meta.generation = meta.generation or 1
@@ -138,7 +103,7 @@ class LocalExecutor(Executor):
         row = JobRow(
             namespace=ns,
             name=name,
-            uid=meta.uid,
+            uid=uid,
             created=created,
             created_ts=time.time(),
             trainjob=json.dumps(tj.to_dict()),
@@ -157,6 +122,49 @@ class LocalExecutor(Executor):
             self.store.delete_job(ns, name, row.uid)
             raise ConfigError(f"cannot start the local supervisor: {e}") from e
         return self.get(name, ns)
+
+    def check(
+        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+    ) -> None:
+        """Every check :meth:`submit` makes, without storing or starting anything (so that
+        ``trainjob run`` with several TrainJobs refuses them all before submitting any)."""
+        self._prepare(trainjob, runtimes, cwd)
+
+    def _prepare(
+        self, trainjob: TrainJob, runtimes: Sequence[Runtime], cwd: str | None
+    ) -> tuple[TrainJob, dict[str, object], Plan, str, list[PodRow]]:
+        """The TrainJob to store (named, with a uid), its runtime as a dict, its Plan, its working
+        directory and its first pod rows, once it passes every check (:func:`catalog.admit`:
+        the same rules as ``trainjob plan`` and the webhooks; this machine's limits; commands)."""
+        tj = trainjob.model_copy(deep=True)
+        meta = tj.metadata
+        meta.namespace = meta.namespace or DEFAULT_NAMESPACE
+        if not meta.name:
+            if not meta.generate_name:
+                raise InvalidError(
+                    [FieldError.required("metadata.name", "name or generateName is required")],
+                    f"{c.TRAINJOB_KIND}.{c.GROUP}",
+                )
+            meta.name = meta.generate_name + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+        # Also checks the namespace, which names a directory under $TRAINJOB_HOME ("../.." never
+        # passes).
+        runtime = catalog.admit(tj, [*runtimes, *self._stored_runtimes()])
+        options = CompileOptions()
+        policy = runtime.spec.ml_policy
+        if policy is not None and policy.mpi is not None:
+            from trainjob import keys
+
+            private, public = keys.generate_ssh_key_pair()
+            options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
+        plan = _local_plan(compile(tj, runtime, options))
+        limits.check(plan, tj)
+        run_dir = os.path.abspath(cwd or os.getcwd())
+        runtime_dict = to_dict(runtime)
+        meta.uid = _uid()
+        first_pods = self._preflight(
+            plan, runtime_dict, meta.namespace, meta.name, meta.uid, run_dir
+        )
+        return tj, runtime_dict, plan, run_dir, first_pods
 
     def _preflight(
         self, plan: Plan, runtime: dict[str, object], ns: str, name: str, uid: str, cwd: str
@@ -255,6 +263,7 @@ class LocalExecutor(Executor):
         for p in self.store.pods(row.namespace, row.name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
+        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)  # every process of the job, any session
         ts = times.now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
@@ -481,7 +490,8 @@ class LocalExecutor(Executor):
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
         try:
             self.store.update_job(namespace, name, row.uid, deleting=1)
-            grace = 10.0  # the supervisor stops its pods and exits
+            # the supervisor stops its pods (SIGTERM, their grace period, SIGKILL) and exits
+            grace = _longest_grace(row) + 7.0
         except StoreFullError:
             grace = 0.0  # it cannot be told: kill it, and free the disk before the store
         pid, token = row.supervisor_pid, row.supervisor_start
@@ -491,6 +501,8 @@ class LocalExecutor(Executor):
         for p in self.store.pods(namespace, name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
+        # Whatever carries the job's mark (a supervisor killed before it could stop them).
+        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)
         with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to: no files
             shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
         self.store.delete_job(namespace, name, row.uid)
@@ -544,6 +556,9 @@ class LocalExecutor(Executor):
             raise InvalidError(
                 [FieldError.required("metadata.name", "name is required")], runtime.kind
             )
+        errs = validation.validate_runtime(runtime)
+        if errs:  # as the runtime webhooks refuse it on a cluster
+            raise InvalidError(errs, f"{runtime.kind}.{c.GROUP}", runtime.metadata.name or "")
         namespace = ""
         if isinstance(runtime, TrainingRuntime):
             namespace = runtime.metadata.namespace or DEFAULT_NAMESPACE
@@ -557,6 +572,17 @@ def _uid() -> str:
     return str(uuid.uuid4())
 
 
+def _longest_grace(row: JobRow) -> float:
+    """The longest ``terminationGracePeriodSeconds`` of the job's pods (the local default when
+    none sets one): how long its supervisor may take to stop them."""
+    try:
+        plan = Plan(tuple(json.loads(row.plan)))
+    except ValueError:
+        return podrun.DEFAULT_GRACE
+    graces = [podrun.grace_of(t.spec) for t in pods.pod_templates(plan, row.uid)]
+    return max(graces, default=podrun.DEFAULT_GRACE)
+
+
 def _replaced(path: Path, f: BinaryIO) -> bool:
     """Whether ``path`` is no longer the file ``f`` reads (rotated when its pod restarted)."""
     try:
@@ -566,15 +592,22 @@ def _replaced(path: Path, f: BinaryIO) -> bool:
 
 
 def _read(path: Path) -> Iterator[str]:
-    if not path.exists():
+    """The lines of a finished read of ``path``, streamed: a 200 MB log is never in memory at
+    once (``trainjob logs NAME`` without ``-f``)."""
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
         return iter(())
-    with path.open("rb") as f:
-        data = f.read()
-    text = data.decode(errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return iter(lines)
+    return _lines(f)
+
+
+_LONGEST_LINE = 1 << 20  # a longer line (no newline in a megabyte) comes in pieces of this size
+
+
+def _lines(f: BinaryIO) -> Iterator[str]:
+    with f:
+        while raw := f.readline(_LONGEST_LINE):
+            yield raw.removesuffix(b"\n").decode(errors="replace")
 
 
 def _pod_state(p: PodRow) -> PodState:
@@ -636,34 +669,3 @@ def _local_plan(plan: Plan) -> Plan:
         if kind.local is not kinds.Local.SKIP:
             kept.append(obj)
     return Plan(tuple(kept))
-
-
-MAX_LOCAL_PODS = 256
-
-
-def _check_local_size(plan: Plan, tj: TrainJob) -> None:
-    """Refuse a job with more pods than one machine can run as processes (before anything starts).
-
-    Valid on a cluster (numNodes is an int32), but every pod is a process here: a numNodes of a
-    million would exhaust memory instead of failing with a reason.
-    """
-    total = 0
-    for rjob in plan.jobset.get("spec", {}).get("replicatedJobs") or ():
-        job_spec = (rjob.get("template") or {}).get("spec") or {}
-        total += int(rjob.get("replicas") or 1) * int(job_spec.get("parallelism") or 1)
-    if total > MAX_LOCAL_PODS:
-        trainer = tj.spec.trainer
-        value = trainer.num_nodes if trainer and trainer.num_nodes is not None else total
-        raise InvalidError(
-            [
-                FieldError.invalid(
-                    "spec.trainer.numNodes",
-                    value,
-                    f"must give at most {MAX_LOCAL_PODS} pods on the local backend, where every "
-                    f"pod is a process on this machine (this job has {total}): lower numNodes, "
-                    "or submit it to a cluster",
-                )
-            ],
-            f"{c.TRAINJOB_KIND}.{c.GROUP}",
-            tj.metadata.name or "",
-        )

@@ -1,9 +1,13 @@
 """One pod, run here: its init containers one after another, then its containers together.
 
-Each container is a process leading its own session (so the whole tree can be stopped), with
-stdout and stderr appended to the pod's log file. The pod ends when all its containers have ended:
-Succeeded if every one exited 0, else Failed with the first non-zero exit code (a signal ``N`` is
-reported as ``128 + N``, as the kubelet does). Used by :mod:`trainjob.local.supervisor`.
+Each container is a process leading its own session, marked with its owner
+(:mod:`trainjob.local.ptree`) so that every process it starts, in any session, is found and
+stopped with it; stdout and stderr go to the pod's log file. A container's leftovers are killed
+when it exits (as its cgroup would be on a cluster); stopping a pod is SIGTERM to all its
+processes, its grace period (``terminationGracePeriodSeconds``, 3 s here by default), then
+SIGKILL. The pod ends when all its containers have ended: Succeeded if every one exited 0, else
+Failed with the first non-zero exit code (a signal ``N`` is reported as ``128 + N``, as the
+kubelet does). Used by :mod:`trainjob.local.supervisor`.
 """
 
 from __future__ import annotations
@@ -18,11 +22,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
-from trainjob.local import procs
+from trainjob.core import jobset
+from trainjob.local import procs, ptree
 from trainjob.local.pods import LocalContainer, LocalPod
 from trainjob.local.probes import Outcome, PodProbes
 
 PROBE_KILL_GRACE = 3.0  # SIGTERM, then SIGKILL: the local backend's grace everywhere
+DEFAULT_GRACE = PROBE_KILL_GRACE  # terminationGracePeriodSeconds when a pod sets none (30 there)
+
+
+def grace_of(spec: dict[str, object]) -> float:
+    """A pod's ``terminationGracePeriodSeconds``, else the local default."""
+    value = spec.get("terminationGracePeriodSeconds")
+    return float(value) if isinstance(value, int | float) and value >= 0 else DEFAULT_GRACE
 
 
 def exit_code(returncode: int) -> int:
@@ -96,6 +108,11 @@ class PodRun:
         self._probe_pool = probe_pool
         self._sigkill_at: dict[int, float] = {}
         self._out: IO[bytes] | None = None
+        labels = pod.template.labels
+        self.owner = f"{labels.get(jobset.LABEL_JOBSET_UID, '')}/{pod.template.name}/"
+        self.grace = grace_of(pod.template.spec)
+        self.seen: ptree.Procs = {}  # every process of the pod seen so far (pid -> start time)
+        self._cleaned: set[int] = set()  # containers (their Popen) whose leftovers were killed
 
     @property
     def done(self) -> bool:
@@ -112,7 +129,33 @@ class PodRun:
 
     def _spawn(self, ctrs: tuple[LocalContainer, ...]) -> None:
         assert self._out is not None
-        self.procs = [procs.spawn(c.argv, c.env, c.cwd, self._out) for c in ctrs]
+        self.procs = [
+            procs.spawn(c.argv, {**c.env, ptree.OWNER_ENV: self.owner + c.name}, c.cwd, self._out)
+            for c in ctrs
+        ]
+
+    def track(self, tab: dict[int, ptree.Proc]) -> None:
+        """Remember the pod's processes now (its containers' trees and what carries its mark),
+        so that one that later cleared its environment and left its parent is still known."""
+        self.seen = ptree.alive(self.seen, tab)
+        self.seen.update(self.processes(tab))
+
+    def processes(self, tab: dict[int, ptree.Proc] | None = None) -> ptree.Procs:
+        """Every live process of the pod: its containers, their descendants, those with its mark
+        and those seen before."""
+        tab = ptree.table() if tab is None else tab
+        leaders = {p.pid: tab[p.pid].start for p in self.procs if p.pid in tab}
+        found = {**leaders, **ptree.descendants(leaders, tab), **ptree.owned(self.owner, tab)}
+        found.update(ptree.alive(self.seen, tab))
+        return found
+
+    def _leftovers(self, p: subprocess.Popen[bytes], name: str) -> None:
+        """A container's process has exited: SIGKILL whatever it left (its group, its
+        descendants, anything with its mark)."""
+        procs.kill_group(p.pid)
+        tab = ptree.table()
+        left = {**ptree.descendants([p.pid], tab), **ptree.owned(self.owner + name, tab)}
+        ptree.end(left, grace=0)
 
     def _advance(self) -> None:
         inits = self.pod.init_containers
@@ -162,6 +205,9 @@ class PodRun:
             if ctr.name == name and p.poll() is None:
                 self.killed_why[name] = why
                 procs.kill_group(p.pid, signal.SIGTERM)
+                tab = ptree.table()
+                mine = {**ptree.descendants([p.pid], tab), **ptree.owned(self.owner + name, tab)}
+                ptree.signal_all(mine, signal.SIGTERM)
                 self._sigkill_at[i] = time.monotonic() + PROBE_KILL_GRACE
 
     def _finish(self, code: int) -> None:
@@ -184,10 +230,10 @@ class PodRun:
                 procs.kill_group(self.procs[i].pid, signal.SIGKILL)
                 del self._sigkill_at[i]
         codes = [p.poll() for p in self.procs]
-        for p, rc in zip(self.procs, codes, strict=True):
-            if rc is not None:
-                # The container's process has exited: stop whatever it left in its group.
-                procs.kill_group(p.pid)
+        for p, rc, ctr in zip(self.procs, codes, self._containers_now(), strict=True):
+            if rc is not None and id(p) not in self._cleaned:
+                self._cleaned.add(id(p))
+                self._leftovers(p, ctr.name)
         if any(rc is None for rc in codes):
             # A failed container fails the pod now only for init containers (sequential).
             return False
@@ -208,18 +254,16 @@ class PodRun:
         return any(p.poll() is None for p in self.procs)
 
     def terminate(self) -> None:
-        """SIGTERM to each of the pod's process groups."""
+        """SIGTERM to every process of the pod."""
+        ptree.signal_all(self.processes(), signal.SIGTERM)
         for p in self.procs:
             procs.kill_group(p.pid, signal.SIGTERM)
 
-    def kill(self, grace: float = 3.0) -> None:
-        """Stop every process of the pod: SIGTERM to each group, SIGKILL after ``grace``."""
-        if self.done:
-            return
-        self.terminate()
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and self.running():
-            time.sleep(0.02)
+    def kill(self, grace: float | None = None) -> None:
+        """Stop every process of the pod: SIGTERM, its grace period, then SIGKILL."""
+        stop_all([self], self.grace if grace is None else grace)
+
+    def _reap(self) -> None:
         for p in self.procs:
             procs.kill_group(p.pid, signal.SIGKILL)
         for p in self.procs:
@@ -229,14 +273,27 @@ class PodRun:
         self._finish(exit_code(rc if rc is not None else -signal.SIGKILL))
 
 
-def stop_all(runs: Iterable[PodRun], grace: float = 3.0) -> None:
-    """Stop pods together: SIGTERM to all, then SIGKILL to what still runs after one ``grace``
-    (not one grace per pod: a suspend of many pods that ignore SIGTERM takes ``grace``)."""
+def stop_all(runs: Iterable[PodRun], grace: float | None = None) -> None:
+    """Stop pods together: SIGTERM to every process of every pod, then SIGKILL to what still runs
+    after one grace period (the longest of theirs, or ``grace``), not one per pod: a suspend of
+    many pods that ignore SIGTERM takes one grace period."""
     live = [r for r in runs if not r.done]
+    if not live:
+        return
+    wait = max(r.grace for r in live) if grace is None else grace
+    tab = ptree.table()
+    targets: ptree.Procs = {}
     for r in live:
-        r.terminate()
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(r.running() for r in live):
-        time.sleep(0.02)
+        targets.update(r.processes(tab))
     for r in live:
-        r.kill(grace=0)
+        for p in r.procs:
+            procs.kill_group(p.pid, signal.SIGTERM if wait > 0 else signal.SIGKILL)
+    ptree.end(targets, wait)
+    # What they started meanwhile, and what left its parent after SIGTERM.
+    tab = ptree.table()
+    late: ptree.Procs = {}
+    for r in live:
+        late.update(r.processes(tab))
+    ptree.end(late, grace=0)
+    for r in live:
+        r._reap()

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from trainjob import extras
+from trainjob.api import quantity
 from trainjob.core import jobset
 from trainjob.local import home as homes
 from trainjob.local import probes
-from trainjob.runtime import quantity
 from trainjob.runtime.plan import Plan
 
 Obj = dict[str, Any]

@@ -17,6 +17,10 @@ plays the JobSet and Job controllers on this host, in their order:
 and writes the TrainJob status (conditions, jobsStatus), the pods and events in one go when they
 changed. It exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the
 pods and marks the job Failed.
+
+The supervisor is the child subreaper of its pods (:mod:`trainjob.local.ptree`): whatever a pod
+starts, in any session, stays in its process tree; it is looked up every :data:`TRACK_EVERY`
+seconds, orphans are reaped, and when the supervisor ends, every process still below it ends too.
 """
 
 from __future__ import annotations
@@ -38,12 +42,13 @@ from trainjob.core import jobset as js
 from trainjob.core import times
 from trainjob.executor import model as st
 from trainjob.local import home as homes
-from trainjob.local import mpi, pods, procs, status, volumes
+from trainjob.local import mpi, pods, procs, ptree, status, volumes
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan
 
 TICK = 0.05
+TRACK_EVERY = 0.5  # seconds between looks at the pods' process trees
 Key = tuple[str, int, int]  # (replicatedJob, job index, completion index)
 
 
@@ -89,6 +94,7 @@ class Supervisor:
         if self.local_mpi:
             self.base_env.update(self.local_mpi.env)
         self._probe_pool: ThreadPoolExecutor | None = None
+        self._next_track = 0.0
 
     @property
     def probe_pool(self) -> ThreadPoolExecutor:
@@ -362,6 +368,24 @@ class Supervisor:
         stop_all(self.runs.values())
         self.runs = {}
 
+    def track(self) -> None:
+        """Note every pod's processes and reap the orphans the subreaper inherited."""
+        now_ = time.monotonic()
+        if now_ < self._next_track:
+            return
+        self._next_track = now_ + TRACK_EVERY
+        tab = ptree.table()
+        for run in self.runs.values():
+            run.track(tab)
+        ptree.reap_orphans([p.pid for run in self.runs.values() for p in run.procs], tab)
+
+    def end_everything(self) -> None:
+        """The job is over: no process below the supervisor may outlive it (orphans that left
+        their pod, whatever a pod started and did not stop)."""
+        left = ptree.descendants([os.getpid()])
+        ptree.end(left, grace=0)
+        ptree.reap_orphans(())
+
     def stop_pods(self, phase_for_running: str, message: str) -> None:
         """Kill every process; Pending/Running pods take ``phase_for_running``."""
         self.kill_all()
@@ -504,6 +528,7 @@ class Supervisor:
         if not self.sync_desired():
             return False
         if not self.suspended:
+            self.track()
             self.reap()
             self.probe()
             failed = self.failed_jobs()
@@ -541,6 +566,7 @@ class Supervisor:
             self.kill_all()
             if self._probe_pool is not None:
                 self._probe_pool.shutdown(wait=False, cancel_futures=True)
+            self.end_everything()
 
 
 def _on_term(_signum: int, _frame: object) -> None:
@@ -555,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uid", required=True)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_term)
+    ptree.become_subreaper()
     sup = Supervisor(Path(args.home), args.namespace, args.name, args.uid)
     try:
         sup.run()

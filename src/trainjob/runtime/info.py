@@ -154,7 +154,7 @@ def container_resources(ctr: Obj | None) -> Obj:
 def num_gpus(resources: Obj) -> int:
     """GPUs per node (upstream ``GetNumGPUPerNode``): the first resource whose name contains "gpu"
     in requests, else in limits when requests name none or zero."""
-    from trainjob.runtime import quantity
+    from trainjob.api import quantity
 
     for kind in ("requests", "limits"):
         for name, value in (resources.get(kind) or {}).items():

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from trainjob.runtime.quantity import Quantity, parse
+from trainjob.api.quantity import Quantity, parse
 
 ResourceList = dict[str, Quantity]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from trainjob.runtime import quantity
+from trainjob.api import quantity
 
 Obj = dict[str, Any]
 

@@ -92,7 +92,7 @@ NUM_PROC_CASES = [
         id="auto with a gpu limit is left to torchrun",
     ),
     pytest.param(
-        {"resourcesPerNode": {"requests": {"amd.com/GPU": "1"}}},
+        {"resourcesPerNode": {"limits": {"amd.com/GPU": "1"}, "requests": {"amd.com/GPU": "1"}}},
         None,
         {},
         "auto",

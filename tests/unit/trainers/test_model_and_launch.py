@@ -54,6 +54,29 @@ def test_use_dora_makes_a_peft_dora_config() -> None:
     }
 
 
+def test_the_seed_fixes_the_adapters_initial_weights_so_runs_and_resumes_agree(
+    model_dir: Path,
+) -> None:
+    """The LoRA adapter is built before transformers' Trainer seeds; unseeded, two runs of one
+    command started from different adapters, and a resumed run diverged from an unbroken one."""
+    pytest.importorskip("peft")
+    import torch
+
+    from trainjob.trainers.llm import engine
+
+    def adapter(*overrides: str) -> list[torch.Tensor]:
+        c = cfg(model_dir, "model.lora_rank=4", *overrides)
+        torch.manual_seed(int(torch.randint(0, 2**31, ())))  # whatever state came before
+        engine.seed_everything(c)
+        net = model.apply_lora(model.load_model(c, "fp32", torch.device("cpu")), c.lora)
+        return [p.detach().clone() for p in net.parameters() if p.requires_grad]
+
+    first, again, other = adapter("seed=3"), adapter("seed=3"), adapter("seed=4")
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(adapter(), adapter(), strict=True))
+
+
 def test_dtype_defaults_per_device_and_fp16_is_refused() -> None:
     assert model.resolve_dtype(cfg("/m"), cuda=False) == "fp32"
     assert model.resolve_dtype(cfg("/m"), cuda=True) == "bf16"

@@ -18,6 +18,7 @@ Used by ``trainjob.controller.manager``.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import threading
@@ -328,6 +329,14 @@ class WebhookServer:
 
 def _route(handler: Callable[[Obj], admission.Verdict]) -> http.Route:
     def route(body: bytes) -> http.Response:
+        # Reachable by any pod: a body that is not an AdmissionReview is the client's error (400),
+        # never a traceback in the controller's log.
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return 400, "text/plain", b"the body is not JSON: send an AdmissionReview\n"
+        if not isinstance(doc, dict) or not isinstance(doc.get("request") or {}, dict):
+            return 400, "text/plain", b"the body is not an AdmissionReview\n"
         return 200, "application/json", admission.review(body, handler)
 
     return route

@@ -15,10 +15,10 @@ container the runtime lacks is a field error at admission (upstream's text, on `
 from __future__ import annotations
 
 from trainjob.api import constants as c
+from trainjob.api import quantity
 from trainjob.api.base import to_dict
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError, InvalidError
-from trainjob.runtime import quantity
 from trainjob.runtime.info import Info, Obj, container_resources, num_gpus, upsert_by, upsert_env
 from trainjob.runtime.plugins import torchtune
 from trainjob.runtime.plugins.trainer import reserved_envs_error

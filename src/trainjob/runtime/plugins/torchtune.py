@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trainjob.api import constants as c
+from trainjob.api import quantity
 from trainjob.api.core import ResourceRequirements
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError, GoStruct
-from trainjob.runtime import quantity
 
 NumProc = int | str
 """A resolved ``numProcPerNode``: a count, or ``auto``/``gpu`` left for torchrun to resolve."""

@@ -78,6 +78,21 @@ class Run:
         ) % self.steps_per_epoch + 1
 
 
+def seed_of(cfg: config_mod.TrainConfig) -> int:
+    """The run's seed: ``seed``, or 0 when unset, so that two runs of one command train alike
+    (and a resumed run continues the run it resumes)."""
+    return cfg.seed if cfg.seed is not None else 0
+
+
+def seed_everything(cfg: config_mod.TrainConfig) -> None:
+    """Seed Python, NumPy and torch before the model is built: the LoRA adapter's initial
+    weights come from torch's RNG, and transformers' Trainer only seeds once it is created,
+    after the adapter exists (unseeded, each run of the same command started elsewhere)."""
+    from transformers import set_seed
+
+    set_seed(seed_of(cfg))
+
+
 def training_arguments(cfg: config_mod.TrainConfig, cuda: bool, world: int) -> Any:
     """TRL's SFTConfig (transformers' TrainingArguments) for this run."""
     from trl import SFTConfig  # type: ignore[attr-defined]
@@ -108,8 +123,8 @@ def training_arguments(cfg: config_mod.TrainConfig, cuda: bool, world: int) -> A
         save_only_model=False,
         eval_strategy=("steps" if cfg.run_val_every_n_steps else "epoch") if evaluating else "no",
         eval_steps=cfg.run_val_every_n_steps,
-        seed=cfg.seed if cfg.seed is not None else 0,
-        data_seed=cfg.seed if cfg.seed is not None else 0,
+        seed=seed_of(cfg),
+        data_seed=seed_of(cfg),
         use_cpu=not cuda,
         ddp_backend=("nccl" if cuda else "gloo") if world > 1 else None,
         ddp_find_unused_parameters=False,

@@ -97,8 +97,7 @@ def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtyp
     )
     log(
         f"dataset: {len(examples)} examples"
-        + (f" ({dropped} dropped: nothing left after truncation)" if dropped else "")
-        + (f", packed into sequences of {cfg.max_seq_len} tokens" if cfg.dataset.packed else ""),
+        + (f" ({dropped} dropped: nothing left after truncation)" if dropped else ""),
         rank,
     )
     eval_examples = None
@@ -108,6 +107,7 @@ def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtyp
             data.load_rows(val_ds), val_ds, tokenizer, cfg.max_seq_len
         )
         log(f"eval dataset: {len(eval_examples)} examples (split {val_ds.split})", rank)
+    engine.seed_everything(cfg)
     net = model.load_model(cfg, dtype, device)
     if rec.method is Method.LORA:
         net = model.apply_lora(net, cfg.lora, cfg.activation_checkpointing)
@@ -134,6 +134,12 @@ def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtyp
             train_dataset=data.to_dataset(examples),
             eval_dataset=data.to_dataset(eval_examples) if eval_examples else None,
             processing_class=tokenizer,
+        )
+    if cfg.dataset.packed:
+        log(
+            f"packing: {len(examples)} examples in {len(trainer.train_dataset)} sequences of "
+            f"up to {cfg.max_seq_len} tokens",
+            rank,
         )
     batches = len(trainer.get_train_dataloader())
     steps = engine.steps_per_epoch(batches, len(trainer.train_dataset), cfg, world)

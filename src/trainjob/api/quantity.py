@@ -1,7 +1,8 @@
 """Kubernetes resource quantities (``500m``, ``2``, ``1Gi``, ``1e3``): parse, add, scale, format.
 
 The compiler needs them to count CPUs for ``numProcPerNode: auto`` (the Torch plugin, via
-:func:`ceil_int`) and to sum a PodGroup's ``minResources`` (:mod:`trainjob.runtime.resources`).
+:func:`ceil_int`) and to sum a PodGroup's ``minResources`` (:mod:`trainjob.runtime.resources`);
+validation checks resource amounts with them (:mod:`trainjob.api.corev1`).
 Arithmetic is exact (Fractions). A :class:`Quantity` keeps its format the way Go's
 ``resource.Quantity`` does, so sums print as upstream prints them:
 

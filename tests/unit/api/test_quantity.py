@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from trainjob.runtime import quantity
-from trainjob.runtime.quantity import Quantity, QuantityError
+from trainjob.api import quantity
+from trainjob.api.quantity import Quantity, QuantityError
 
 
 @pytest.mark.parametrize(
