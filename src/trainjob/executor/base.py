@@ -94,11 +94,18 @@ class Executor(abc.ABC):
         follow: bool = False,
         *,
         job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
     ) -> Iterator[str]:
         """Lines (without newline) of one pod's log. With ``follow``: waits for a pending pod,
         yields lines as they come, goes on with the pod that takes over the step after a restart
         (backoffLimit, a JobSet restart, a resume) and ends when the step ends or the job
-        finishes. NotFoundError names the job's steps when it has no such pod."""
+        finishes. NotFoundError names the job's steps when it has no such pod.
+
+        As ``kubectl logs``: ``tail`` starts at the last N lines (then follows, with ``follow``);
+        ``previous`` reads the step's attempt before its last restart; ``timestamps`` prefixes
+        each line with when it was written (RFC 3339)."""
 
     @abc.abstractmethod
     def suspend(self, name: str, namespace: str) -> TrainJob:
@@ -215,16 +222,25 @@ class Executor(abc.ABC):
         follow: bool = False,
         *,
         opener: Callable[[], Executor] | None = None,
+        tail: int | None = None,
+        timestamps: bool = False,
     ) -> Iterator[tuple[PodState, str]]:
         """Every pod's log lines with the pod they come from: one pod after the other, or with
         ``follow`` as the lines come, each pod read by its own thread (a pending pod is waited
         for). ``opener`` gives each thread its own executor where one must not be shared across
-        threads (the local store's connection)."""
+        threads (the local store's connection). ``tail`` and ``timestamps``: each pod's, as
+        :meth:`logs`."""
         pods = [p for p in state.pods if p.runs]
         if not follow:
             for p in pods:
                 for line in self.logs(
-                    state.name, state.namespace, p.job, p.index, job_index=p.job_index
+                    state.name,
+                    state.namespace,
+                    p.job,
+                    p.index,
+                    job_index=p.job_index,
+                    tail=tail,
+                    timestamps=timestamps,
                 ):
                     yield p, line
             return
@@ -234,7 +250,14 @@ class Executor(abc.ABC):
             try:
                 own = opener() if opener is not None else self
                 for line in own.logs(
-                    state.name, state.namespace, p.job, p.index, follow=True, job_index=p.job_index
+                    state.name,
+                    state.namespace,
+                    p.job,
+                    p.index,
+                    follow=True,
+                    job_index=p.job_index,
+                    tail=tail,
+                    timestamps=timestamps,
                 ):
                     lines.put((p, line))
             except BaseException as e:  # handed to the reading thread, which raises it
