@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainjob.api import constants as c
+from trainjob.controller import cache, http
 from trainjob.controller import conditions as cond
-from trainjob.controller import http
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
 from trainjob.controller.leader import LeaderElector
@@ -78,17 +78,20 @@ class Manager:
         self.metrics = Metrics()
         self.queue = WorkQueue(RateLimiter(options.backoff_base, options.backoff_cap))
         ns = options.namespace
-        self.trainjobs = Informer(client, r.TRAINJOBS, namespace=ns)
-        self.jobsets = Informer(client, r.JOBSETS, namespace=ns)
+        # What each cache keeps: trainjob.controller.cache (no managedFields; of a JobSet only
+        # what reconcile reads, and nothing of JobSets no TrainJob controls).
+        slim = cache.without_managed_fields
+        self.trainjobs = Informer(client, r.TRAINJOBS, namespace=ns, transform=slim)
+        self.jobsets = Informer(client, r.JOBSETS, namespace=ns, transform=cache.jobset_view)
         owned_meta = [
-            Informer(client, res, namespace=ns, metadata_only=True)
+            Informer(client, res, namespace=ns, metadata_only=True, transform=slim)
             for res in (r.CONFIGMAPS, r.SECRETS, r.COSCHEDULING_PODGROUPS, r.VOLCANO_PODGROUPS)
         ]
         self.configmaps, self.secrets, cosched, volcano = owned_meta
         # Runtimes are few and small: cached whole, so a first build needs no GET.
         self.runtime_informers = [
-            Informer(client, r.TRAINING_RUNTIMES, namespace=ns),
-            Informer(client, r.CLUSTER_TRAINING_RUNTIMES),
+            Informer(client, r.TRAINING_RUNTIMES, namespace=ns, transform=slim),
+            Informer(client, r.CLUSTER_TRAINING_RUNTIMES, transform=slim),
         ]
         self.informers = [self.trainjobs, self.jobsets, *owned_meta]
         self.caches = Caches(
