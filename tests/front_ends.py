@@ -3,7 +3,7 @@
 ``Cli`` runs ``trainjob`` as a user does (a subprocess, with the given environment and global
 options); ``Sdk`` calls a ``TrainerClient``. Both answer the same questions about a job
 (:class:`FrontEnd`), so a test can ask both and expect the same answers. Used by
-tests/e2e/test_front_ends.py (the local backend) and tests/integration/test_front_ends.py (a
+tests/e2e/test_front_ends.py (the local backend) and tests/integration/test_front_ends_cluster.py (a
 real apiserver).
 """
 

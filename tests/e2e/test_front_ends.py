@@ -4,7 +4,7 @@ Both sit on the one executor interface (``trainjob.executor``). Each test runs a
 fails once and is restarted by its JobSet failure policy, then asks the front end for its status,
 its events, its log followed from the start (across the restart), its status changes as they
 come (``get jobs -w``; ``wait_for_job_status`` callbacks), and deletes it. The same cluster-side
-test, where the test plays JobSet and kubelet, is tests/integration/test_front_ends.py.
+test, where the test plays JobSet and kubelet, is tests/integration/test_front_ends_cluster.py.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Any
 
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
-from trainjob.controller import http
+from trainjob.controller import cache, http
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
 from trainjob.controller.leader import LeaderElector
@@ -81,7 +81,10 @@ class Manager:
         self.metrics = Metrics()
         self.queue = WorkQueue(RateLimiter(options.backoff_base, options.backoff_cap))
         ns = options.namespace
-        self.trainjobs = Informer(client, r.TRAINJOBS, namespace=ns)
+        # What each cache keeps: trainjob.controller.cache (no managedFields; of a JobSet only
+        # what reconcile reads, and nothing of JobSets no TrainJob controls).
+        slim = cache.without_managed_fields
+        self.trainjobs = Informer(client, r.TRAINJOBS, namespace=ns, transform=slim)
         # One informer per kind a Plan can hold, as its plugin declares it (runtime/kinds.py).
         owned = {
             key: Informer(
@@ -89,13 +92,14 @@ class Manager:
                 kind.resource,
                 namespace=ns,
                 metadata_only=kind.watch is kinds.Watch.METADATA,
+                transform=cache.jobset_view if kind is kinds.JOBSET else slim,
             )
             for key, kind in kinds.registry().items()
         }
         # Runtimes are few and small: cached whole, so a first build needs no GET.
         self.runtime_informers = [
-            Informer(client, r.TRAINING_RUNTIMES, namespace=ns),
-            Informer(client, r.CLUSTER_TRAINING_RUNTIMES),
+            Informer(client, r.TRAINING_RUNTIMES, namespace=ns, transform=slim),
+            Informer(client, r.CLUSTER_TRAINING_RUNTIMES, transform=slim),
         ]
         self.informers = [self.trainjobs, *owned.values()]
         self.caches = Caches(
