@@ -4,8 +4,8 @@
 name, ``get TYPE/NAME``, ``describe runtime``; ``delete --all|-f|-l``; ``apply -f`` (created,
 unchanged, configured, refused); ``logs --tail N [-f]``, ``--timestamps``, ``-p`` after a restart;
 ``run --follow`` streaming the initializer's own lines, and Ctrl-C saying the job goes on and
-how to stop it. (The same verbs on a real apiserver, checked against kubectl's output:
-tests/integration/test_cli_kubectl_oracle.py.)
+how to stop it. The pod log API's parameters (``tailLines``, ``previous``, ``timestamps``) that
+the Kubernetes backend passes: tests/unit/kube/test_client.py.
 """
 
 from __future__ import annotations

@@ -494,10 +494,7 @@ def apply_command(
         if changed:
             raise InvalidError(
                 [
-                    FieldError.forbidden(
-                        f, "field is immutable once the TrainJob exists: delete it first, or "
-                        "trainjob run -f ... --replace"
-                    )
+                    FieldError.forbidden(f, _immutable(f))
                     for f in changed
                 ],
                 "TrainJob",

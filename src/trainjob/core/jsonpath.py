@@ -72,6 +72,7 @@ def _actions(template: str) -> Iterator[tuple[str, str]]:
 
 _FIELD = re.compile(r"\.\.?([A-Za-z0-9_\-$/@]+|\*)")
 _BRACKET = re.compile(r"\[([^\]]*)\]")
+_INDEX = re.compile(r"-?\d+|-?\d*:-?\d*(?::-?\d*)?")  # [0], [-1], [1:3], [::2]
 
 
 def _unquote(s: str) -> str:
@@ -84,7 +85,11 @@ def _unquote(s: str) -> str:
 
 
 def _parse_expr(text: str) -> _Expr:
-    if text[:1] in "\"'":
+    if not text:
+        raise ValueError("an empty expression")
+    if text[0] in "\"'":
+        if len(text) < 2 or text[-1] != text[0]:
+            raise ValueError(f"unclosed string {text}")
         return _Expr((), literal=_unquote(text))
     steps: list[tuple[str, Any]] = []
     i = 0
@@ -108,12 +113,14 @@ def _parse_expr(text: str) -> _Expr:
         m = _BRACKET.match(text, i)
         if m:
             inner = m.group(1).strip()
-            if inner[:1] in "\"'":
+            if inner[:1] and inner[0] in "\"'":
                 steps.append(("field", _unquote(inner)))
             elif inner == "*":
                 steps.append(("field", "*"))
-            else:
+            elif _INDEX.fullmatch(inner):
                 steps.append(("index", inner))
+            else:
+                raise ValueError(f"invalid array index [{inner}] in {text!r}")
             i = m.end()
             continue
         if text[i] == "." and i == len(text) - 1:
