@@ -128,5 +128,6 @@ def test_a_killed_supervisor_leaves_nothing_running(ex: LocalExecutor, tmp_path:
     procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=10)
     state = ex.state("orphaned")  # a reader notices the dead supervisor and ends its processes
     assert (state.phase, state.reason) == ("Failed", "SupervisorDied")
+    assert [(p.phase, p.ready) for p in state.pods] == [("Failed", False)] * 2  # dead: not Ready
     assert _survivors(found, uid) == []
     ex.delete("orphaned")

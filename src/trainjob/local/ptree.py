@@ -34,6 +34,7 @@ from pathlib import Path
 
 OWNER_ENV = "TRAINJOB_OWNER"
 _PR_SET_CHILD_SUBREAPER = 36
+KILL_WAIT = 5.0  # seconds end() waits for SIGKILLed processes to be gone
 _PROC = Path("/proc")
 
 Procs = dict[int, str]
@@ -133,6 +134,9 @@ def end(procs: Procs, grace: float) -> None:
         while alive(procs) and time.monotonic() < deadline:
             time.sleep(0.05)
     signal_all(procs, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT  # SIGKILL is asynchronous: return once they are gone
+    while alive(procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def become_subreaper() -> bool:
