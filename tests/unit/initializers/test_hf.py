@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,6 +43,11 @@ REPOS: dict[str, dict[str, bytes]] = {
         "modeling.py": b"# remote code",
     },
 }
+
+
+def git_blob_id(body: bytes) -> str:
+    """The git object id the Hub gives a file not in LFS (and its ETag)."""
+    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
 
 
 @dataclass
@@ -95,7 +101,7 @@ def hub() -> Iterator[FakeHub]:
                             "type": "file",
                             "path": f,
                             "size": len(b),
-                            "oid": hashlib.sha1(b).hexdigest(),
+                            "oid": git_blob_id(b),
                         }
                         for f, b in files.items()
                     ]
@@ -104,7 +110,7 @@ def hub() -> Iterator[FakeHub]:
                     )
                 if path.startswith(resolve) and path[len(resolve) :] in files:
                     body = files[path[len(resolve) :]]
-                    etag = f'"{hashlib.sha1(body).hexdigest()}"'
+                    etag = f'"{git_blob_id(body)}"'
                     return self.reply(200, body, {"X-Repo-Commit": SHA, "ETag": etag})
             self.reply(
                 404,
@@ -279,3 +285,25 @@ def test_patterns_that_leave_out_every_file_are_an_error(
         "error: nothing downloaded from hf://org/llm: only *.json, *.safetensors, *.model, *.txt "
         "are fetched and IGNORE_PATTERNS='*'; narrow IGNORE_PATTERNS"
     ]
+
+
+def test_a_present_file_with_other_bytes_is_fetched_again_after_the_hub_s_hash(
+    hub: FakeHub, run: Run, tmp_path: Path
+) -> None:
+    """huggingface_hub keeps a local file whose download metadata is current; its bytes must
+    also be the Hub's (the git blob id here; SHA-256 for LFS files) or it is fetched again."""
+    pytest.importorskip("huggingface_hub")
+    out = tmp_path / "out"
+    first = run("dataset", hf_env(hub, "hf://org/ds", out))
+    assert first.returncode == 0, first.stderr
+    train = out / "data/train.jsonl"
+    stamp = train.stat()
+    want = REPOS["datasets/org/ds"]["data/train.jsonl"]
+    train.write_bytes(b"X" * len(want))  # same size, other bytes, the same time
+    os.utime(train, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    again = run("dataset", hf_env(hub, "hf://org/ds", out))
+    assert again.returncode == 0, again.stderr
+    assert train.read_bytes() == want
+    assert "data/train.jsonl: present with other content than the Hub's: downloading it again" in (
+        again.stdout + again.stderr
+    )
