@@ -66,7 +66,7 @@ def test_a_link_planted_in_the_home_is_refused_and_its_target_kept(tmp_path: Pat
         f"(rm {home / 'jobs' / 'default'})"
     )
     assert (victim / "planted" / "precious.txt").read_text() == "keep me"
-    assert ex.list(None) == []
+    assert ex.states(None) == []
 
 
 def test_delete_never_removes_through_a_link(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_delete_never_removes_through_a_link(tmp_path: Path) -> None:
     jobs.symlink_to(victim)
     ex.delete("linked")
     assert (victim / "linked" / "precious.txt").read_text() == "keep me"
-    assert ex.list(None) == []
+    assert ex.states(None) == []
 
 
 def test_a_store_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
