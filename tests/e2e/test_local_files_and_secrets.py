@@ -7,12 +7,14 @@
 * A CustomTrainer's ``func_args`` never appear in the process table, and nothing of the job is
   left in the system's temp directory after it is deleted.
 * A container killed by a signal is reported by the signal, not by its last printed line; terminal
-  escapes from a log never reach the status or ``describe``.
+  escapes from a log never reach the status or ``describe``; the pods of a dead supervisor are
+  not Ready.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import time
 from pathlib import Path
@@ -24,7 +26,7 @@ from tests.redteam.cases import cli, environment
 from trainjob import CustomTrainer, TrainerClient
 from trainjob.client.config import LocalProcessBackendConfig
 from trainjob.errors import ConfigError
-from trainjob.local import LocalExecutor
+from trainjob.local import LocalExecutor, procs
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 90.0
@@ -173,3 +175,21 @@ def test_a_failed_pod_says_why_in_plain_text(code: str, message: str, tmp_path: 
     assert described.code == 0 and "\x1b" not in described.out and "\x07" not in described.out
     assert message in described.out
     ex.delete("why")
+
+
+def test_the_pods_of_a_dead_supervisor_are_not_ready(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "home")
+    ex.apply_runtime(L.runtime())
+    ex.submit(L.trainjob("orphaned", "import time; time.sleep(600)", nodes=2), cwd=str(tmp_path))
+    deadline = time.monotonic() + TIMEOUT
+    while not (pods := ex.state("orphaned").pods) or not all(p.ready for p in pods):
+        assert time.monotonic() < deadline, "the pods never became Ready"
+        time.sleep(0.1)
+    row = ex.store.job("default", "orphaned")
+    assert row is not None and row.supervisor_pid
+    os.kill(row.supervisor_pid, signal.SIGKILL)
+    procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=10)
+    state = ex.state("orphaned")  # a reader notices the dead supervisor
+    assert (state.phase, state.reason) == ("Failed", "SupervisorDied")
+    assert [(p.phase, p.ready) for p in state.pods] == [("Failed", False)] * 2
+    ex.delete("orphaned")
