@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from trainjob.errors import NotFoundError
+from trainjob.local import files
 
 LONGEST_LINE = 1 << 20  # a longer line (no newline in a megabyte) comes in pieces of this size
 TIMES_SUFFIX = ".times"
@@ -36,10 +37,13 @@ def note_growth(log: Path, size: int, last: int) -> int:
     size to compare with next time."""
     if size <= last:
         return last
-    try:
-        with times_path(log).open("a") as f:
-            f.write(f"{size} {time.time():.6f}\n")
-    except OSError:
+    try:  # 0600 and never through a link, as the log itself (trainjob.local.files)
+        fd = files.open_private(times_path(log))
+        try:
+            os.write(fd, f"{size} {time.time():.6f}\n".encode())
+        finally:
+            os.close(fd)
+    except (OSError, files.UnsafePathError):  # no record: the lines get the file's time
         return last
     return size
 
