@@ -35,7 +35,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -86,7 +86,6 @@ class Component:
     where: Callable[[], str]
     ready: Callable[[], bool]
     env: dict[str, str] | None = None
-    after_start: list[Callable[[], None]] = field(default_factory=list)
 
 
 def _insecure() -> ssl.SSLContext:
@@ -240,7 +239,7 @@ class Cluster:
             )
             docs = [d for d in self._docs_of_kind(manifests, kind)]
             for doc in docs:
-                obj = self.yaml_objects_text(doc, kind_path)
+                obj = self.as_json(doc, kind_path)
                 obj["metadata"] = {"name": f"{prefix}-{obj['metadata']['name']}"}
                 hooks = []
                 for wh in obj.get("webhooks") or []:
@@ -264,7 +263,9 @@ class Cluster:
             doc for doc, head in self.base.yaml_documents(path.read_text()) if head["kind"] == kind
         ]
 
-    def yaml_objects_text(self, doc: str, kind_path: str) -> dict[str, Any]:
+    def as_json(self, doc: str, kind_path: str) -> dict[str, Any]:
+        """A YAML document as a JSON object, read by the apiserver (a server-side dry run of it
+        under the collection ``kind_path``): this script has no YAML parser of its own."""
         head = self.base.yaml_documents(doc)[0][1]
         q = urllib.parse.urlencode({"fieldManager": self.base.FIELD_MANAGER, "dryRun": "All"})
         obj: dict[str, Any] = self.request(
@@ -533,7 +534,7 @@ health:
                 for doc, head in self.base.yaml_documents(f.read_text()):
                     crds_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
                     path = f"{crds_path}/{head['name']}"
-                    crd = self.yaml_objects_text(doc, crds_path)
+                    crd = self.as_json(doc, crds_path)
                     if len(crd["spec"].get("versions") or []) > 1:
                         crd["spec"]["conversion"] = {
                             "strategy": "Webhook",
