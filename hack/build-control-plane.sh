@@ -400,8 +400,17 @@ build_component() {
   esac
 }
 
+# CPU seconds (user + system) of the finished child processes: the compilers, mostly.
+cpu_seconds() {
+  times | tail -1 | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s }'
+}
+
 log "cache $CP; go $(go env GOVERSION); components: ${COMPONENTS[*]}"
 for c in "${COMPONENTS[@]}"; do
+  cpu0=$(cpu_seconds)
   with_lock "$c" build_component "$c"
+  cpu=$(( $(cpu_seconds) - cpu0 ))
+  # the CPU time says what a build costs on idle cores (wall time depends on what else runs)
+  if (( cpu > 2 )); then log "  $c: ${cpu}s of CPU"; fi
 done
 log "all done in $(( $(now) - TOTAL_START ))s"
