@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from trainjob.executor import model
-from trainjob.executor.model import Event, JobFailedError, JobState, PodState
+from trainjob.executor.model import Event, JobFailedError, JobState, MetricSample, PodState
 
 if TYPE_CHECKING:
     from trainjob.api.trainer import Runtime, TrainJob
@@ -34,6 +34,10 @@ class Executor(abc.ABC):
 
     backend: ClassVar[str] = ""
     """``local`` or ``kubernetes``: what the CLI's ``--backend`` and the SDK call it."""
+
+    keeps_metric_history: ClassVar[bool] = False
+    """Whether :meth:`metric_history` holds every report a job made (the local store) or only
+    the latest (a cluster, as upstream: a viewer keeps the points it saw)."""
 
     poll_interval: float = 0.2
     """Seconds between two looks at a job while waiting or watching (a cluster is asked less
@@ -118,6 +122,16 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def delete(self, name: str, namespace: str) -> None:
         """Stop the job's pods and remove the job."""
+
+    def metric_history(self, name: str, namespace: str, *, since: int = 0) -> list[MetricSample]:
+        """The job's progress reports, oldest first, without the first ``since`` (a follower
+        asks for what came after the ones it has): what the dashboard's curves are drawn from.
+
+        This default holds the latest report only (``status.trainerStatus``, all a cluster
+        keeps, as upstream; :attr:`keeps_metric_history` is False); an executor that keeps every
+        report a job made (the local store) overrides it and sets that flag."""
+        sample = model.trainer_status_sample(self.state(name, namespace).trainjob)
+        return [sample][since:] if sample is not None else []
 
     def log_location(self, name: str, namespace: str) -> str | None:
         """Where the job's logs are kept, when they are files a user can open (``describe``)."""
