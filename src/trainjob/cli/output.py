@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from trainjob import text
 from trainjob.api import constants as c
 from trainjob.api import goyaml
 from trainjob.api.trainer import Runtime, TrainJob
@@ -84,7 +85,8 @@ class Columns:
         self.indent = indent
 
     def add_row(self, *cells: str) -> None:
-        self.rows.append([c.replace("\n", " ") for c in cells])
+        # cells may quote logs (a pod's message): no terminal escapes, one line each
+        self.rows.append([text.clean(c).replace("\n", " ") for c in cells])
 
     def render(self) -> str:
         widths = self.widths()
@@ -135,7 +137,8 @@ def or_none(*values: str | None) -> list[str]:
 
 def field(label: str, value: object) -> None:
     """A describe line: ``Label:`` padded to the values' column, then the value."""
-    sys.stdout.write(f"{label + ':':<12}{value}\n")  # verbatim: messages quote logs
+    # messages quote logs: their words verbatim, but no terminal escapes or control characters
+    sys.stdout.write(f"{label + ':':<12}{text.clean(str(value))}\n")
 
 
 def print_section(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> None:

@@ -40,6 +40,7 @@ from typing import Any
 from trainjob.api import constants as c
 from trainjob.core import jobset as js
 from trainjob.core import times
+from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, ptree, status, volumes
@@ -256,14 +257,14 @@ class Supervisor:
                 local = pods.build_pod(
                     t, self.network, self.plan, vols, self.row.cwd, self.namespace, self.base_env
                 )
-            except (pods.PodConfigError, OSError) as e:
+            except (pods.PodConfigError, OSError, ConfigError) as e:  # ConfigError: a planted link
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
             log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
             run = PodRun(local, log, self.probe_pool)
             try:
                 run.start()
-            except OSError as e:
+            except (OSError, ConfigError) as e:
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
             self.runs[key] = run
@@ -323,7 +324,7 @@ class Supervisor:
                 what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
                 if run.failed_container in run.killed_why:
                     what += f" ({run.killed_why[run.failed_container]})"
-                said = log_says(run.log)
+                said = log_says(run.log, code)
                 what += (f"; its log says: {said}" if said else "") + homes.disk_full_note(
                     run.log.parent
                 )
