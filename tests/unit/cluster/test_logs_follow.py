@@ -59,7 +59,7 @@ class StandIn:
         return {"items": list(self.pods.values())}
 
     def logs(self, name: str, ns: str | None = None, **kw: Any) -> Iterator[str]:
-        asked = {k: kw.pop(k) for k in ("tail_lines", "timestamps") if k in kw}
+        asked: dict[str, Any] = {k: kw.pop(k) for k in ("tail_lines", "timestamps") if k in kw}
         assert kw == {"container": "node", "follow": True}
         self.asked.append(asked)
         lines = self.lines.get(name, [])
