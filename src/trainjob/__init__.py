@@ -73,6 +73,9 @@ if TYPE_CHECKING:
         TrainerType,
         TrainJobTemplate,
     )
+    from trainjob.progress import (
+        update_trainjob_status,
+    )
 
 _LAZY: dict[str, str] = {
     "ActiveDeadlineSeconds": "trainjob.client.options",
@@ -121,6 +124,7 @@ _LAZY: dict[str, str] = {
     "TrainingRuntimeSource": "trainjob.client.config",
     "TrainingRuntimeSpecPatch": "trainjob.client.options",
     "get_tpu_num_nodes": "trainjob.client.tpu",
+    "update_trainjob_status": "trainjob.progress",
 }
 
 __all__ = [
@@ -174,6 +178,7 @@ __all__ = [
     "TrainingRuntimeSpecPatch",
     "__version__",
     "get_tpu_num_nodes",
+    "update_trainjob_status",
 ]
 
 

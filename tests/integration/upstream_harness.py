@@ -33,8 +33,8 @@ from typing import Any
 
 import yaml
 
+from trainjob import certs
 from trainjob.controller.http import free_port
-from trainjob.controller.webhooks import certs
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError, Forbidden

@@ -90,6 +90,7 @@ COMMANDS = {
     "suspend": "jobs",
     "resume": "jobs",
     "delete": "jobs",
+    "apply": "jobs",
     "controller": "controller",
     "crds": "crds",
     "completion": "completion",

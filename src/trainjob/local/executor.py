@@ -37,7 +37,7 @@ from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import Event, JobState, PodState
-from trainjob.local import files, limits, mpi, podrun, pods, procs, ptree, status
+from trainjob.local import files, limits, logfiles, mpi, podrun, pods, procs, ptree, status
 from trainjob.local import home as homes
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 from trainjob.runtime import CompileOptions, compile, kinds
@@ -431,23 +431,43 @@ class LocalExecutor(Executor):
         follow: bool = False,
         *,
         job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
     ) -> Iterator[str]:
         """Lines (without newline) of one pod's log.
 
         With ``follow``, waits for a pending pod, yields lines as they are written, goes on with
         the new log when the pod is restarted (backoffLimit, JobSet restart, resume) and ends
-        when the pod ends.
+        when the pod ends. ``tail``, ``previous`` and ``timestamps``: :mod:`trainjob.local.
+        logfiles` (the last lines, the attempt before a restart, when each line was written).
         """
         row = self._row(name, namespace)
-        known = {(p.job, p.index, p.job_index) for p in self._pods(row)}
+        pods = self._pods(row)
+        known = {(p.job, p.index, p.job_index) for p in pods}
         if known and (job, index, job_index) not in known:
             steps = ", ".join(sorted(f"{j}-{i}" for j, i, _ in known))
             raise NotFoundError(f'pod {job}-{index} of TrainJob "{name}" not found (pods: {steps})')
         path = self.log_path(name, namespace, job, index, job_index)
-        return self._follow(row, path, job, index, job_index) if follow else _read(path)
+        if previous:
+            pod = next((p.name for p in pods if (p.job, p.index, p.job_index) == (job, index,
+                        job_index)), f"{name}-{job}-{index}")  # fmt: skip
+            path = logfiles.previous(path, job, pod)
+            follow = False
+        start = logfiles.tail_offset(path, tail) if tail is not None else 0
+        if follow:
+            return self._follow(row, path, job, index, job_index, start, timestamps)
+        return logfiles.read(path, start, timestamps)
 
     def _follow(
-        self, row: JobRow, path: Path, job: str, index: int, job_index: int
+        self,
+        row: JobRow,
+        path: Path,
+        job: str,
+        index: int,
+        job_index: int,
+        start: int = 0,
+        timestamps: bool = False,
     ) -> Iterator[str]:
         def pod_done() -> bool:
             cur = self.store.job(row.namespace, row.name)
@@ -474,6 +494,19 @@ class LocalExecutor(Executor):
             except FileNotFoundError:
                 continue
             with f:
+                f.seek(start)
+                offset, start = start, 0  # a restarted pod's new log is read whole
+                stamps = logfiles.Times(path) if timestamps else None
+
+                def out(raw: bytes, end: int) -> str:
+                    nonlocal stamps
+                    text = raw.decode(errors="replace")
+                    if stamps is None:
+                        return text
+                    if end > (stamps.offsets[-1] if stamps.offsets else 0):
+                        stamps = logfiles.Times(path)  # newer records since
+                    return f"{stamps.at(end, path)} {text}"
+
                 buf = b""
                 while True:
                     chunk = f.read(65536)
@@ -485,14 +518,15 @@ class LocalExecutor(Executor):
                         chunk = f.read()  # what it wrote before it ended
                         if not chunk:
                             if buf:
-                                yield buf.decode(errors="replace")
+                                yield out(buf, offset + len(buf))
                             if done:
                                 return
                             break  # the pod restarted: follow its new log
                     buf += chunk
                     *lines, buf = buf.split(b"\n")
                     for line in lines:
-                        yield line.decode(errors="replace")
+                        offset += len(line) + 1
+                        yield out(line, offset)
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         row = self._row(name, namespace)
@@ -663,25 +697,6 @@ def _replaced(path: Path, f: BinaryIO) -> bool:
         return os.stat(path).st_ino != os.fstat(f.fileno()).st_ino
     except FileNotFoundError:
         return True
-
-
-def _read(path: Path) -> Iterator[str]:
-    """The lines of a finished read of ``path``, streamed: a 200 MB log is never in memory at
-    once (``trainjob logs NAME`` without ``-f``)."""
-    try:
-        f = path.open("rb")
-    except FileNotFoundError:
-        return iter(())
-    return _lines(f)
-
-
-_LONGEST_LINE = 1 << 20  # a longer line (no newline in a megabyte) comes in pieces of this size
-
-
-def _lines(f: BinaryIO) -> Iterator[str]:
-    with f:
-        while raw := f.readline(_LONGEST_LINE):
-            yield raw.removesuffix(b"\n").decode(errors="replace")
 
 
 def _pod_state(p: PodRow) -> PodState:

@@ -25,7 +25,7 @@ from typing import IO
 
 from trainjob import text
 from trainjob.core import jobset
-from trainjob.local import files, procs, ptree
+from trainjob.local import files, logfiles, procs, ptree
 from trainjob.local.pods import LocalContainer, LocalPod
 from trainjob.local.probes import Outcome, PodProbes
 
@@ -155,6 +155,7 @@ class PodRun:
         self._probe_pool = probe_pool
         self._sigkill_at: dict[int, float] = {}
         self._out: IO[bytes] | None = None
+        self._logged = 0  # the log's size at its last growth record
         labels = pod.template.labels
         self.owner = f"{labels.get(jobset.LABEL_JOBSET_UID, '')}/{pod.template.name}/"
         self.grace = grace_of(pod.template.spec)
@@ -164,6 +165,16 @@ class PodRun:
     @property
     def done(self) -> bool:
         return self.exit_code is not None
+
+    def note_log_growth(self) -> None:
+        """Record when the log grew (``logs --timestamps``; :mod:`trainjob.local.logfiles`)."""
+        if self._out is None:
+            return
+        try:
+            size = os.fstat(self._out.fileno()).st_size
+        except (OSError, ValueError):
+            return
+        self._logged = logfiles.note_growth(self.log, size, self._logged)
 
     @property
     def leader(self) -> subprocess.Popen[bytes] | None:

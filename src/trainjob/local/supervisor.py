@@ -43,7 +43,7 @@ from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.local import home as homes
-from trainjob.local import mpi, pods, procs, ptree, status, volumes
+from trainjob.local import logfiles, mpi, pods, procs, ptree, status, volumes
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan
@@ -364,6 +364,9 @@ class Supervisor:
             while log.with_name(f"{log.name}.{n}").exists():
                 n += 1
             log.rename(log.with_name(f"{log.name}.{n}"))
+            times = logfiles.times_path(log)
+            if times.exists():
+                times.rename(logfiles.times_path(log.with_name(f"{log.name}.{n}")))
 
     def kill_all(self) -> None:
         stop_all(self.runs.values())
@@ -541,6 +544,8 @@ class Supervisor:
                 self.start_pods()
             if self.phase not in st.FINISHED:
                 self.check_deadline()
+        for run in self.runs.values():
+            run.note_log_growth()
         self.flush()
         return self.phase not in st.FINISHED
 

@@ -42,6 +42,7 @@ class StandIn:
         self.lines = logs
         self.after: dict[str, Callable[[], None]] = {}
         self.finished = False
+        self.asked: list[dict[str, Any]] = []  # each log request's tail_lines and timestamps
 
     def get(self, res: Any, name: str, ns: str | None = None) -> dict:
         assert res is r.TRAINJOBS
@@ -56,15 +57,19 @@ class StandIn:
         return {"items": list(self.pods.values())}
 
     def logs(self, name: str, ns: str | None = None, **kw: Any) -> Iterator[str]:
+        asked = {k: kw.pop(k) for k in ("tail_lines", "timestamps") if k in kw}
         assert kw == {"container": "node", "follow": True}
-        yield from self.lines.get(name, [])
+        self.asked.append(asked)
+        lines = self.lines.get(name, [])
+        tail = asked.get("tail_lines")
+        yield from lines if tail is None else lines[len(lines) - tail :]
         self.after.pop(name, lambda: None)()
 
 
-def follow(api: StandIn) -> list[str]:
+def follow(api: StandIn, **kw: Any) -> list[str]:
     ex = KubernetesExecutor(kube=api)
     ex.poll_interval = 0.0
-    return list(ex.logs("tj", "ns", "node", 0, follow=True))
+    return list(ex.logs("tj", "ns", "node", 0, follow=True, **kw))
 
 
 def test_a_jobset_restart_hands_over_to_the_new_pod() -> None:
@@ -132,3 +137,21 @@ def test_a_failed_pod_with_no_retry_ends_when_the_job_finishes() -> None:
 
     api.after["a"] = failed
     assert follow(api) == ["boom"]
+
+
+def test_tail_cuts_the_first_pod_s_log_only_and_timestamps_ask_every_pod() -> None:
+    """``logs -f --tail 1 --timestamps`` across a restart: the last line of the pod followed
+    first, then the whole log of the pod that takes over (kubectl would have shown it whole)."""
+    api = StandIn([pod("a", "Running")], {"a": ["a1", "a2"], "b": ["b1", "b2"]})
+
+    def restart() -> None:
+        del api.pods["a"]
+        api.pods["b"] = pod("b", "Running", attempt=1, created="2026-11-30T01:05:00Z")
+        api.after["b"] = lambda: api.pods["b"]["status"].update(phase="Succeeded")
+
+    api.after["a"] = restart
+    assert follow(api, tail=1, timestamps=True) == ["a2", "b1", "b2"]
+    assert api.asked == [
+        {"tail_lines": 1, "timestamps": True},
+        {"tail_lines": None, "timestamps": True},
+    ]
