@@ -40,7 +40,7 @@ def seed(client: TrainerClient, n: int) -> None:
     backend: Any = client.backend
     executor = backend.executor
     runtime = backend.get_runtime("torch-distributed")
-    cr = backend._runtime_cr("torch-distributed")
+    cr = executor.get_runtime("torch-distributed", "ClusterTrainingRuntime", None)
     store = executor.store
     t0 = time.time()
     for i in range(n):
