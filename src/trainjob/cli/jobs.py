@@ -374,10 +374,11 @@ def resume_command(names: list[str], namespace: Namespace = None) -> None:
 
 def _selected(
     ex: Executor, names: list[str], ns: str, everything: bool, files: list[str] | None,
-    selector: str | None,
+    selector: str | None, given: str | None = None,
 ) -> list[tuple[str, str]]:  # fmt: skip
-    """(namespace, name) of the jobs ``delete`` acts on: the names, the TrainJobs of ``-f`` files,
-    every job of the namespace (``--all``), or those ``-l`` selects."""
+    """(namespace, name) of the jobs ``delete`` acts on: the names, the TrainJobs of ``-f`` files
+    (in ``-n``'s namespace, ``given``, as ``run -f`` puts them), every job of the namespace
+    (``--all``), or those ``-l`` selects."""
     ways = sum([bool(names), everything, bool(files), bool(selector) and not everything])
     if ways != 1:
         raise TrainJobError(
@@ -385,7 +386,7 @@ def _selected(
             "is -l)"
         )
     if files:
-        found = planning.read_inputs(files)
+        found = planning.read_inputs(files, given)
         if found.errors:
             raise ErrorList(list(found.errors))
         return [
@@ -420,7 +421,7 @@ def delete_command(
     """Delete TrainJobs: stop their processes, remove their logs and workspace."""
     ex = executor()
     ns = namespace_of(ex, namespace)
-    targets = _selected(ex, list(names or ()), ns, all_, filename, selector)
+    targets = _selected(ex, list(names or ()), ns, all_, filename, selector, namespace)
     if not targets:
         err.print("No resources found")
         return
