@@ -571,13 +571,15 @@ class LocalExecutor(Executor):
     def outputs(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> tuple[st.Output, ...]:
         """The job's kept outputs (:mod:`trainjob.local.outputs`): its ``output_dir``, then each
         volume under ``$TRAINJOB_HOME/outputs/NS/NAME/RUN`` or ``claims/NS``."""
-        row = self._row(name, namespace)
-        plan = Plan(tuple(json.loads(row.plan)))
-        keep = outputs.kept(plan, self.home, namespace, name, row.created, row.uid)
+        row = self.store.job(namespace, name)
+        if row is None:
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
         try:
+            plan = Plan(tuple(json.loads(row.plan)))
+            keep = outputs.kept(plan, self.home, namespace, name, row.created, row.uid)
             return tuple(outputs.describe(plan, keep, row.uid))
-        except pods.PodConfigError:  # a claim name no directory can have: the job never ran
-            return ()
+        except (ValueError, TypeError, KeyError, AttributeError, ConfigError, pods.PodConfigError):
+            return ()  # an unreadable row (delete removes it) or a claim no directory can have
 
     def delete(self, name: str, namespace: str = DEFAULT_NAMESPACE, *, purge: bool = False) -> None:
         """Stop the job's processes and remove it, its logs and its scratch volumes. Its outputs
