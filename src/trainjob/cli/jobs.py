@@ -209,8 +209,11 @@ def run_command(
     for tj, where in zip(trainjobs, dirs, strict=True):
         name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)
         if replace and name and ex.exists(name, ns):
+            note = kept_note(ex, name, ns)
             ex.delete(name, ns)
             out.print(f"{RESOURCE}/{name} deleted")
+            if note:
+                err.print(note, markup=False)
             try:
                 ex.wait_gone(name, ns)
             except TimeoutError as e:
@@ -400,6 +403,16 @@ def _selected(
     return [(s.namespace, s.name) for s in select(ex.states(ns, pods=False), selector, None)]
 
 
+def kept_note(ex: Executor, name: str, namespace: str) -> str:
+    """``outputs kept in PATH (trainjob delete --purge removes them)`` for a job with outputs,
+    else ``""``; said on stderr when a job is deleted, so nobody wonders where they went."""
+    kept = ex.outputs(name, namespace)
+    if not kept:
+        return ""
+    where = ", ".join(o.location for o in kept if o.name != "output_dir") or kept[0].location
+    return f"{RESOURCE}/{name}: outputs kept in {where} (delete --purge removes them)"
+
+
 @app.command("delete")
 def delete_command(
     names: Annotated[list[str] | None, typer.Argument(help="Job names.")] = None,
@@ -417,8 +430,16 @@ def delete_command(
         str | None,
         typer.Option("--selector", "-l", metavar="SELECTOR", help="Jobs whose labels match."),
     ] = None,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Also remove the jobs' outputs (the volumes they keep: the LLM trainer's "
+            "output_dir, checkpoints, downloads), saying what is removed.",
+        ),
+    ] = False,
 ) -> None:
-    """Delete TrainJobs: stop their processes, remove their logs and workspace."""
+    """Delete TrainJobs and their logs; their outputs stay (see describe) unless --purge."""
     ex = executor()
     ns = namespace_of(ex, namespace)
     targets = _selected(ex, list(names or ()), ns, all_, filename, selector, namespace)
@@ -427,12 +448,21 @@ def delete_command(
         return
     missing = []
     for job_ns, name in targets:
+        note = ""
         try:
-            ex.delete(name, job_ns)
+            if purge:
+                for o in ex.outputs(name, job_ns):
+                    if o.name != "output_dir":
+                        err.print(f"removing {o.location} ({o.description})", markup=False)
+            else:
+                note = kept_note(ex, name, job_ns)
+            ex.delete(name, job_ns, purge=purge)
         except NotFoundError as e:
             missing.append(e)  # as kubectl: the others are deleted, then the error, exit 1
             continue
         out.print(f"{RESOURCE}/{name} deleted")
+        if note:
+            err.print(note, markup=False)
     if missing:
         raise ErrorList(list(missing))
 

@@ -195,7 +195,11 @@ class TrainerClient:
                 callbacks=[progress, *(callbacks or ())] if progress else list(callbacks or ()),
             )
 
-    def delete_job(self, name: str) -> None:
-        """Delete the TrainJob, its processes or pods, and its logs."""
+    def delete_job(self, name: str, purge: bool = False) -> None:
+        """Delete the TrainJob, its processes or pods, and its logs. Its outputs (``get_job(name).
+        outputs``: the LLM trainer's output_dir, checkpoints, the initializers' downloads) stay
+        unless ``purge``, which removes them and logs what it removes."""
         arguments.name(name)
-        return self.backend.delete_job(name=name)
+        if not isinstance(purge, bool):
+            raise TypeError(f"purge must be a bool, not {type(purge).__name__}")
+        return self.backend.delete_job(name=name, purge=purge)
