@@ -200,7 +200,7 @@ def _one_line(res: Any, what: str) -> None:
     check(res.err.count("\n") == 1 and res.err.startswith("error: "), f"{what}: {res.err!r}")
 
 
-def _damaged(damage: Callable[[Path], None]) -> Callable[[Path], Outcome]:
+def _damaged(damage: Callable[[Path], object]) -> Callable[[Path], Outcome]:
     def run(work: Path) -> Outcome:
         home = work / "home"
         _stored_job(home, "one")
@@ -654,12 +654,12 @@ def s3_wrong_content_is_fetched(work: Path) -> Outcome:
 
     body = bytes(range(256)) * 64
     with _s3() as (endpoint, client):
-        client.create_bucket(Bucket="b")
-        client.put_object(Bucket="b", Key="data.bin", Body=body)
+        client.create_bucket(Bucket="red-team")
+        client.put_object(Bucket="red-team", Key="data.bin", Body=body)
         out = work / "out"
         out.mkdir()
         (out / "data.bin").write_bytes(b"\0" * len(body))
-        s3.fetch(_s3_cfg(endpoint, "s3://b/data.bin", out))
+        s3.fetch(_s3_cfg(endpoint, "s3://red-team/data.bin", out))
     check(
         (out / "data.bin").read_bytes() == body,
         "a file of the right size but wrong content was kept",
@@ -673,8 +673,8 @@ def s3_partial_download_resumes(work: Path) -> Outcome:
     body = bytes(range(256)) * (3 * 4096)
     ranges: list[str] = []
     with _s3() as (endpoint, client):
-        client.create_bucket(Bucket="b")
-        etag = client.put_object(Bucket="b", Key="data.bin", Body=body)["ETag"]
+        client.create_bucket(Bucket="red-team")
+        etag = client.put_object(Bucket="red-team", Key="data.bin", Body=body)["ETag"]
         out = work / "out"
         out.mkdir()
         part = out / "data.bin.part"
@@ -685,14 +685,14 @@ def s3_partial_download_resumes(work: Path) -> Outcome:
         def recording(cfg: Any) -> Any:
             c = real(cfg)
             c.meta.events.register(
-                "before-call.s3.GetObject",
+                "before-parameter-build.s3.GetObject",
                 lambda params, **_: ranges.append(params.get("Range", "")),
             )
             return c
 
         s3.make_client = recording
         try:
-            s3.fetch(_s3_cfg(endpoint, "s3://b/data.bin", out))
+            s3.fetch(_s3_cfg(endpoint, "s3://red-team/data.bin", out))
         finally:
             s3.make_client = real
     check((out / "data.bin").read_bytes() == body, "the resumed file is not the object")
