@@ -588,6 +588,8 @@ def build_pod(
         full_env["TMPDIR"] = full_env[homes.ENV_JOB_TMP]
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         full_env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
+        # The Job controller sets it in every container of an Indexed Job's pod (JobSet's are).
+        full_env["JOB_COMPLETION_INDEX"] = str(pod.index)
         full_env.update(extra_env or {})
         full_env.update(env)
         argv = resolve_command(argv, full_env.get("PATH", path), where)

@@ -42,8 +42,8 @@ from trainjob.core import jobset as js
 from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
+from trainjob.local import files, logfiles, mpi, outputs, pods, procs, ptree, status, volumes
 from trainjob.local import home as homes
-from trainjob.local import logfiles, mpi, outputs, pods, procs, ptree, status, volumes
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan
@@ -256,6 +256,7 @@ class Supervisor:
             try:
                 kept = self.kept.dirs(t)
                 volumes.materialize(t, self.plan, vols, kept)
+                files.private_dirs(self.home, self.kept.checkpoint_dir)
                 local = pods.build_pod(
                     t,
                     self.network,
@@ -265,6 +266,7 @@ class Supervisor:
                     self.namespace,
                     self.base_env,
                     kept=kept,
+                    extra_env=self.kept.env(self.restarts),
                 )
             except (pods.PodConfigError, OSError, ConfigError) as e:  # ConfigError: a planted link
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
