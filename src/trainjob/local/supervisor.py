@@ -26,6 +26,7 @@ seconds, orphans are reaped, and when the supervisor ends, every process still b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -73,6 +74,7 @@ class Supervisor:
         self.phase = row.phase
         self.suspended = False
         self.clock_start = row.created_ts
+        self._recorded: ptree.Procs = {}  # the processes last written to the processes file
         self.deadline: int | None = (row.trainjob_dict().get("spec") or {}).get(
             "activeDeadlineSeconds"
         )
@@ -379,9 +381,15 @@ class Supervisor:
             return
         self._next_track = now_ + TRACK_EVERY
         tab = ptree.table()
+        known = ptree.descendants([os.getpid()], tab)  # the pods and the orphans it inherited
         for run in self.runs.values():
             run.track(tab)
+            known.update(run.seen)
         ptree.reap_orphans([p.pid for run in self.runs.values() for p in run.procs], tab)
+        if known != self._recorded:  # for a reader that finds this supervisor dead
+            with contextlib.suppress(OSError, ConfigError):
+                ptree.record(known, homes.processes_file(self.home, self.namespace, self.name))
+                self._recorded = known
 
     def end_everything(self) -> None:
         """The job is over: no process below the supervisor may outlive it (orphans that left
