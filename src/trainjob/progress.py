@@ -28,6 +28,7 @@ import os
 import ssl
 import threading
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -120,7 +121,7 @@ def _post(url: str, ca_file: str | None, token: str, body: bytes) -> tuple[int, 
 def update_trainjob_status(
     progress_percent: int | None = None,
     estimated_remaining_seconds: int | None = None,
-    metrics: dict[str, float | int | str] | None = None,
+    metrics: Mapping[str, float | int | str] | None = None,
 ) -> bool:
     """Report training progress to the TrainJob's status server (see the module docstring).
 

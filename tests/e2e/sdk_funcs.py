@@ -1,7 +1,7 @@
 """Training functions the SDK e2e tests ship to real local jobs (they need a source file)."""
 
 
-def ddp_all_reduce(epochs=1):
+def ddp_all_reduce(epochs: int = 1) -> None:
     import os
 
     import torch
@@ -16,14 +16,14 @@ def ddp_all_reduce(epochs=1):
     dist.destroy_process_group()
 
 
-def hello(message="hi"):
+def hello(message: str = "hi") -> None:
     import os
 
     print(f"message={message}", flush=True)
     print(f"cwd_files={sorted(os.listdir('.'))}", flush=True)
 
 
-def slow_lines(n=3, pause=1.0):
+def slow_lines(n: int = 3, pause: float = 1.0) -> None:
     import time
 
     for i in range(n):
@@ -31,11 +31,11 @@ def slow_lines(n=3, pause=1.0):
         time.sleep(pause)
 
 
-def fail():
+def fail() -> None:
     raise SystemExit("boom: training failed on purpose")
 
 
-def env_dump():
+def env_dump() -> None:
     import os
 
     print(f"PATH set={bool(os.environ.get('PATH'))}", flush=True)

@@ -255,7 +255,7 @@ def _one_line(res: Any, what: str) -> None:
     check(res.err.count("\n") == 1 and res.err.startswith("error: "), f"{what}: {res.err!r}")
 
 
-def _damaged(damage: Callable[[Path], None]) -> Callable[[Path], Outcome]:
+def _damaged(damage: Callable[[Path], object]) -> Callable[[Path], Outcome]:
     def run(work: Path) -> Outcome:
         home = work / "home"
         _stored_job(home, "one")

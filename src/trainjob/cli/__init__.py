@@ -78,7 +78,7 @@ def options(
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
-COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion")
+COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion", "dashboard")
 
 COMMANDS = {
     "version": None,
@@ -94,6 +94,7 @@ COMMANDS = {
     "controller": "controller",
     "crds": "crds",
     "completion": "completion",
+    "dashboard": "dashboard",
 }
 """Command -> the module that registers it (None: this one), so that ``trainjob get jobs`` imports
 the job commands alone, not the controller (as pip's lazy command table). A command missing here,

@@ -164,7 +164,7 @@ class TrainerClient:
         name: str,
         status: set[str] = {c.TRAINJOB_COMPLETE},  # noqa: B006 - upstream's signature
         timeout: int = 600,
-        polling_interval: int = 2,
+        polling_interval: float = 2,
         callbacks: list[Callable[[types.TrainJob], None]] | None = None,
         show_progress: bool = False,
     ) -> types.TrainJob:
@@ -195,7 +195,11 @@ class TrainerClient:
                 callbacks=[progress, *(callbacks or ())] if progress else list(callbacks or ()),
             )
 
-    def delete_job(self, name: str) -> None:
-        """Delete the TrainJob, its processes or pods, and its logs."""
+    def delete_job(self, name: str, purge: bool = False) -> None:
+        """Delete the TrainJob, its processes or pods, and its logs. Its outputs (``get_job(name).
+        outputs``: the LLM trainer's output_dir, checkpoints, the initializers' downloads) stay
+        unless ``purge``, which removes them and logs what it removes."""
         arguments.name(name)
-        return self.backend.delete_job(name=name)
+        if not isinstance(purge, bool):
+            raise TypeError(f"purge must be a bool, not {type(purge).__name__}")
+        return self.backend.delete_job(name=name, purge=purge)

@@ -265,7 +265,12 @@ class Step:
 
 @dataclass
 class TrainJob:
-    """A TrainJob as the SDK reports it; ``status`` is Created, Running, Complete or Failed."""
+    """A TrainJob as the SDK reports it; ``status`` is Created, Running, Complete or Failed.
+
+    ``outputs`` (filled by ``get_job``): what the job produced that outlives it, name ->
+    location: ``output_dir`` (the trainer's) and each kept volume, a directory on this machine
+    or ``persistentvolumeclaim/NAME`` on a cluster; ``delete_job(name, purge=True)`` removes them.
+    """
 
     name: str
     runtime: Runtime
@@ -273,6 +278,7 @@ class TrainJob:
     num_nodes: int
     creation_timestamp: datetime
     status: str = constants.UNKNOWN
+    outputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

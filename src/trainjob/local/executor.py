@@ -38,7 +38,18 @@ from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import Event, JobState, PodState
-from trainjob.local import files, limits, logfiles, mpi, podrun, pods, procs, ptree, status
+from trainjob.local import (
+    files,
+    limits,
+    logfiles,
+    mpi,
+    outputs,
+    podrun,
+    pods,
+    procs,
+    ptree,
+    status,
+)
 from trainjob.local import home as homes
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 from trainjob.runtime import CompileOptions, compile, kinds
@@ -573,8 +584,23 @@ class LocalExecutor(Executor):
         """Clear ``spec.suspend``: pods start again from scratch (deadline clock restarts)."""
         return self._set_suspend(name, namespace, False)
 
-    def delete(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> None:
-        """Stop the job's processes and remove it, its logs and its workspace."""
+    def outputs(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> tuple[st.Output, ...]:
+        """The job's kept outputs (:mod:`trainjob.local.outputs`): its ``output_dir``, then each
+        volume under ``$TRAINJOB_HOME/outputs/NS/NAME/RUN`` or ``claims/NS``."""
+        row = self.store.job(namespace, name)
+        if row is None:
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        try:
+            plan = Plan(tuple(json.loads(row.plan)))
+            keep = outputs.kept(plan, self.home, namespace, name, row.created, row.uid)
+            return tuple(outputs.describe(plan, keep, row.uid))
+        except (ValueError, TypeError, KeyError, AttributeError, ConfigError, pods.PodConfigError):
+            return ()  # an unreadable row (delete removes it) or a claim no directory can have
+
+    def delete(self, name: str, namespace: str = DEFAULT_NAMESPACE, *, purge: bool = False) -> None:
+        """Stop the job's processes and remove it, its logs and its scratch volumes. Its outputs
+        (a run's directory under ``outputs/``) stay unless ``purge``; a claim's (``claims/``),
+        which other jobs may share, always stays."""
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
@@ -600,6 +626,17 @@ class LocalExecutor(Executor):
             log.warning("warning: the files of %s/%s were not removed: %s", namespace, name, e)
         except ConfigError:
             pass  # a row no valid job dir belongs to: no files
+        if purge:
+            with contextlib.suppress(ConfigError):
+                run_dir = homes.run_outputs_dir(self.home, namespace, name, row.created, row.uid)
+                try:
+                    files.remove_tree(self.home, run_dir)
+                except files.UnsafePathError as e:  # a link planted on the way: left alone
+                    log.warning(
+                        "warning: the outputs of %s/%s were not removed: %s", namespace, name, e
+                    )
+                with contextlib.suppress(OSError):  # the job's folder, once no run is left
+                    run_dir.parent.rmdir()
         self.store.delete_job(namespace, name, row.uid)
 
     # -- runtimes -----------------------------------------------------------------------------

@@ -265,16 +265,24 @@ def network_for(
 # Volumes and paths
 
 
-def volume_dirs(pod: PodTemplate, root: Path) -> dict[str, Path]:
-    """Volume name -> directory on this host (``hostPath`` volumes keep their path)."""
+def volume_dirs(
+    pod: PodTemplate, root: Path, kept: Mapping[str, Path] | None = None
+) -> dict[str, Path]:
+    """Volume name -> directory on this host: ``hostPath`` volumes keep their path, the volumes
+    in ``kept`` (a job's outputs, :mod:`trainjob.local.outputs`) have theirs, the rest (scratch)
+    are under ``root``."""
     out: dict[str, Path] = {}
+    kept = kept or {}
     names: list[str] = [v["name"] for v in pod.spec.get("volumes") or ()]
     for ctr in [*(pod.spec.get("initContainers") or ()), *(pod.spec.get("containers") or ())]:
         names.extend(m["name"] for m in ctr.get("volumeMounts") or ())
     by_name = {v["name"]: v for v in pod.spec.get("volumes") or ()}
     for name in names:
         host_path = (by_name.get(name) or {}).get("hostPath")
-        out[name] = Path(host_path["path"]) if host_path else root / name
+        if host_path:
+            out[name] = Path(host_path["path"])
+        else:
+            out[name] = kept.get(name) or root / name
     return out
 
 
@@ -536,9 +544,14 @@ def build_pod(
     cwd: str,
     namespace: str,
     base_env: Mapping[str, str],
+    kept: Mapping[str, Path] | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> LocalPod:
-    """The processes of one pod: resolved argv, env and working directory per container."""
-    dirs = volume_dirs(pod, volumes_root)
+    """The processes of one pod: resolved argv, env and working directory per container.
+
+    ``kept`` maps the volumes that outlive the job to their directories (``volume_dirs``);
+    ``extra_env`` is set in every container before the pod's own env (which may override it)."""
+    dirs = volume_dirs(pod, volumes_root, kept)
     path = search_path(base_env)
 
     def one(ctr: Obj, kind: str) -> LocalContainer:
@@ -575,6 +588,9 @@ def build_pod(
         full_env["TMPDIR"] = full_env[homes.ENV_JOB_TMP]
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         full_env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
+        # The Job controller sets it in every container of an Indexed Job's pod (JobSet's are).
+        full_env["JOB_COMPLETION_INDEX"] = str(pod.index)
+        full_env.update(extra_env or {})
         full_env.update(env)
         argv = resolve_command(argv, full_env.get("PATH", path), where)
         missing = missing_extras(argv, full_env)

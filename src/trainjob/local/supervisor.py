@@ -43,8 +43,8 @@ from trainjob.core import jobset as js
 from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
+from trainjob.local import files, logfiles, mpi, outputs, pods, procs, ptree, status, volumes
 from trainjob.local import home as homes
-from trainjob.local import logfiles, mpi, pods, procs, ptree, status, volumes
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan
@@ -93,6 +93,7 @@ class Supervisor:
         startup = js_spec.get("startupPolicy") or {}
         self.in_order = startup.get("startupPolicyOrder") == "InOrder"
         self.jobset_name = self.plan.jobset["metadata"]["name"]
+        self.kept = outputs.kept(self.plan, home, namespace, name, row.created, uid)
         self.local_mpi = mpi.adapt(self.plan, self.runtime)
         if self.local_mpi:
             self.base_env.update(self.local_mpi.env)
@@ -255,9 +256,19 @@ class Supervisor:
                 self._mark_started()
                 continue
             try:
-                volumes.materialize(t, self.plan, vols)
+                kept = self.kept.dirs(t)
+                volumes.materialize(t, self.plan, vols, kept)
+                files.private_dirs(self.home, self.kept.checkpoint_dir)
                 local = pods.build_pod(
-                    t, self.network, self.plan, vols, self.row.cwd, self.namespace, self.base_env
+                    t,
+                    self.network,
+                    self.plan,
+                    vols,
+                    self.row.cwd,
+                    self.namespace,
+                    self.base_env,
+                    kept=kept,
+                    extra_env=self.kept.env(self.restarts),
                 )
             except (pods.PodConfigError, OSError, ConfigError) as e:  # ConfigError: a planted link
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")

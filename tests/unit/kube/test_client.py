@@ -112,7 +112,9 @@ def test_cluster_scoped_paths_have_no_namespace() -> None:
         pytest.param(503, "ServiceUnavailable", errors.ServerError, id="5xx is a ServerError"),
     ],
 )
-def test_error_answers_become_their_classes(code: int, reason: str, cls: type) -> None:
+def test_error_answers_become_their_classes(
+    code: int, reason: str, cls: type[errors.ApiError]
+) -> None:
     k = client(lambda _r: httpx.Response(code, json=status(code, reason, f"msg {code}")))
     with pytest.raises(cls, match=f"msg {code}") as info:
         k.get(resources.JOBSETS, "x", "ns")

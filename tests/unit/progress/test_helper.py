@@ -124,14 +124,14 @@ def test_it_never_raises(
         if v == "WRONG-CA":
             v = str(statusserver.credentials(tmp_path / "other").ca_file)
         monkeypatch.setenv(k, v)
-    assert trainjob.update_trainjob_status(progress_percent=5, metrics={"x": object()}) is False
+    assert trainjob.update_trainjob_status(progress_percent=5, metrics={"x": object()}) is False  # type: ignore[dict-item]
     assert server.updates == []
 
 
 def test_a_kept_alive_connection_the_server_dropped_is_reopened(server: Server) -> None:
     assert trainjob.update_trainjob_status(progress_percent=1)
     assert progress._conn is not None
-    progress._conn.sock.close()  # type: ignore[union-attr]  # as an idle timeout would
+    progress._conn.sock.close()  # as an idle timeout would
     progress._last_update = 0.0
     assert trainjob.update_trainjob_status(progress_percent=2)
     assert len(server.updates) == 2

@@ -76,14 +76,14 @@ class RuntimeBackend(abc.ABC):
     def get_job_events(self, name: str) -> list[types.Event]: ...
 
     @abc.abstractmethod
-    def delete_job(self, name: str) -> None: ...
+    def delete_job(self, name: str, purge: bool = False) -> None: ...
 
     def wait_for_job_status(
         self,
         name: str,
         status: set[str] | None = None,
         timeout: int = 600,
-        polling_interval: int = 2,
+        polling_interval: float = 2,
         callbacks: list[status_mod.Callback] | None = None,
     ) -> types.TrainJob:
         return status_mod.wait_for_job_status(
