@@ -227,8 +227,8 @@ def followed_endless_line_stays_small(work: Path) -> Outcome:
     check(os.waitstatus_to_exitcode(status) == 0, "trainjob logs -f did not end within 60 s")
     rss_mb = usage.ru_maxrss // 1024
     check(rss_mb < 200, f"trainjob logs -f took {rss_mb} MB of memory for a 200 MB line")
-    got = out.stat().st_size
-    check(got >= size, f"trainjob logs -f printed {got} bytes of {size}")
+    printed = out.stat().st_size
+    check(printed >= size, f"trainjob logs -f printed {printed} bytes of {size}")
     return ok(f"{rss_mb} MB")
 
 
