@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
-from tests.e2e import dashboard_browser, wheel
+from tests.e2e import wheel
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +16,3 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> wheel.Install:
 def user(installed_wheel: wheel.Install, tmp_path) -> wheel.User:  # type: ignore[no-untyped-def]
     """A new user's folder (a copy of examples/ in it) and home, with that install."""
     return wheel.User.make(installed_wheel, tmp_path)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Debian's headless Chromium through Playwright (tests/e2e/dashboard_browser.py)."""
-    yield from dashboard_browser.launch()

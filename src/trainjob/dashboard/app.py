@@ -92,7 +92,14 @@ class Dashboard:
                 return hit
 
             def read(ex: Executor) -> Listing:
-                rows = [views.job_row(s) for s in ex.states(namespace, pods=False)]
+                try:
+                    states = ex.states(namespace, pods=False)
+                except ForbiddenError:
+                    if namespace is not None:
+                        raise
+                    # Credentials that may not list every namespace: the context's own.
+                    states = ex.states(ex.default_namespace, pods=False)
+                rows = [views.job_row(s) for s in states]
                 body = json.dumps(rows, separators=(",", ":"))
                 return Listing(time.monotonic(), rows, body)
 
@@ -144,7 +151,7 @@ class Dashboard:
             s,
             ex.events(name, ns),
             log_location=ex.log_location(name, ns),
-            output_location=_output_location(s.trainjob),
+            outputs=ex.outputs(name, ns),
         )
 
     async def job(self, request: Request) -> JSONResponse:
@@ -344,17 +351,6 @@ def _job_key(request: Request) -> tuple[str, str]:
 
 def _resource(name: str) -> str:
     return f"trainjob.{c.GROUP}/{name}"
-
-
-def _output_location(trainjob: Any) -> str | None:
-    """Where the job's outputs are kept, when the executor says (``status`` or an annotation
-    of the lifecycle work; None until one does)."""
-    status = trainjob.get("status") or {}
-    for key in ("outputLocation", "output"):
-        value = status.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:

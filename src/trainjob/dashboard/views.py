@@ -13,7 +13,14 @@ from typing import Any
 
 from trainjob.api import constants as c
 from trainjob.api.trainer import Runtime
-from trainjob.executor.model import Event, JobState, MetricSample, PodState, trainer_status_sample
+from trainjob.executor.model import (
+    Event,
+    JobState,
+    MetricSample,
+    Output,
+    PodState,
+    trainer_status_sample,
+)
 from trainjob.executor.steps import step_name
 
 LOSS_NAMES = ("loss", "train_loss", "train/loss", "training_loss")
@@ -94,7 +101,7 @@ def job_detail(
     events: Iterable[Event],
     *,
     log_location: str | None = None,
-    output_location: str | None = None,
+    outputs: Iterable[Output] = (),
 ) -> dict[str, Any]:
     """A job's page: its row, conditions, replicated jobs, steps (pods), events, progress."""
     status = s.trainjob.get("status") or {}
@@ -124,7 +131,9 @@ def job_detail(
         "pods": [pod_row(p) for p in s.pods],
         "events": [event_row(e) for e in events],
         "logLocation": log_location,
-        "outputLocation": output_location,
+        "outputs": [
+            {"name": o.name, "location": o.location, "description": o.description} for o in outputs
+        ],
     }
 
 
