@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_CHUNK = 1 << 16  # bytes a follower reads at a time
 _START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
 # Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
 _STARTED: list[subprocess.Popen[bytes]] = []
@@ -295,7 +296,7 @@ class LocalExecutor(Executor):
         for p in self.store.pods(row.namespace, row.name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)  # every process of the job, any session
+        ptree.end(self._job_processes(row), grace=0)  # every process of the job, any session
         ts = times.now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
@@ -345,6 +346,14 @@ class LocalExecutor(Executor):
         except StoreFullError:
             self._unwritten[row.uid] = (pods_now, event)
         return dataclasses.replace(row, **failed)
+
+    def _job_processes(self, row: JobRow) -> ptree.Procs:
+        """Every process of ``row``'s job still running: those carrying its mark, and those its
+        supervisor last recorded (one that cleared its environment and left its session)."""
+        found = ptree.owned(f"{row.uid}/")
+        with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to
+            found.update(ptree.recorded(homes.processes_file(self.home, row.namespace, row.name)))
+        return found
 
     def _trainjob(self, row: JobRow) -> TrainJob:
         text = row.trainjob
@@ -521,13 +530,13 @@ class LocalExecutor(Executor):
 
                 buf = b""
                 while True:
-                    chunk = f.read(65536)
+                    chunk = f.read(_CHUNK)
                     if not chunk:
                         done = pod_done()
                         if not done and not _replaced(path, f):
                             time.sleep(0.05)
                             continue
-                        chunk = f.read()  # what it wrote before it ended
+                        chunk = f.read(_CHUNK)  # what it wrote before it ended
                         if not chunk:
                             if buf:
                                 yield out(buf, offset + len(buf))
@@ -535,10 +544,17 @@ class LocalExecutor(Executor):
                                 return
                             break  # the pod restarted: follow its new log
                     buf += chunk
-                    *lines, buf = buf.split(b"\n")
-                    for line in lines:
-                        offset += len(line) + 1
-                        yield out(line, offset)
+                    if b"\n" in chunk:  # only the new bytes can end a line
+                        *lines, buf = buf.split(b"\n")
+                        for line in lines:
+                            offset += len(line) + 1
+                            yield out(line, offset)
+                    # A line with no end (a progress bar redrawn with \r) comes in pieces, as
+                    # logfiles.read gives it: memory stays bounded and nothing is scanned twice.
+                    while len(buf) >= logfiles.LONGEST_LINE:
+                        piece, buf = buf[: logfiles.LONGEST_LINE], buf[logfiles.LONGEST_LINE :]
+                        offset += len(piece)
+                        yield out(piece, offset)
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         row = self._row(name, namespace)
@@ -601,8 +617,9 @@ class LocalExecutor(Executor):
         for p in self.store.pods(namespace, name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        # Whatever carries the job's mark (a supervisor killed before it could stop them).
-        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)
+        # What the supervisor knew and whatever carries the job's mark (it was killed before it
+        # could stop them).
+        ptree.end(self._job_processes(row), grace=0)
         try:
             files.remove_tree(self.home, homes.job_dir(self.home, namespace, name))
         except files.UnsafePathError as e:  # a link planted on the way: its target is left alone

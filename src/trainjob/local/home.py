@@ -11,6 +11,7 @@
       outputs/<namespace>/<name>/<run>/    what a run of the job produced, kept after it
         <volume>/                          a volume of the JobSet's volumeClaimPolicies (the LLM
                                            trainer's output_dir, checkpoints, downloads)
+        checkpoints/                       $TRAINJOB_CHECKPOINT_DIR of its pods (custom code's)
       claims/<namespace>/<claim>/          a persistentVolumeClaim volume: shared by the jobs
                                            that name the claim, as a PVC is on a cluster
 
@@ -32,6 +33,12 @@ from trainjob.errors import ConfigError
 ENV_HOME = "TRAINJOB_HOME"
 ENV_JOB_TMP = "TRAINJOB_JOB_TMP"
 """Set in every local container to the job's ``tmp/``, which is removed with the job."""
+ENV_CHECKPOINT_DIR = "TRAINJOB_CHECKPOINT_DIR"
+"""Set in every local container to the run's ``checkpoints/`` under ``outputs/``: it survives a
+JobSet restart (and the job's deletion), so training code saves there and resumes from it."""
+ENV_RESTART_ATTEMPT = "TRAINJOB_RESTART_ATTEMPT"
+"""Set in every local container to the JobSet restart attempt (0 first, as JobSet's
+``jobset.sigs.k8s.io/restart-attempt`` label on the pod)."""
 DB_NAME = "trainjob.db"
 # Less free space than this on a job's disk is reported as a full disk.
 LOW_SPACE = 1 << 20
@@ -115,6 +122,11 @@ def job_tmp_dir(volumes_root: Path) -> Path:
 
 def supervisor_log(home: Path, namespace: str, name: str) -> Path:
     return job_dir(home, namespace, name) / "supervisor.log"
+
+
+def processes_file(home: Path, namespace: str, name: str) -> Path:
+    """Every process of the job its supervisor knows (``trainjob.local.ptree.record``)."""
+    return job_dir(home, namespace, name) / "processes"
 
 
 def disk_full_note(path: Path) -> str:

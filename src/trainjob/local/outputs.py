@@ -14,6 +14,9 @@ trainer's ``output_dir``, its checkpoints, the initializers' downloads) is not l
   that names the claim;
 * everything else stays under the job's scratch directory, removed with it.
 
+Every container also gets ``$TRAINJOB_CHECKPOINT_DIR`` (``RUN/checkpoints``, kept as the volumes
+are) and ``$TRAINJOB_RESTART_ATTEMPT``, so custom training code resumes after a JobSet restart.
+
 Used by the supervisor (where to mount) and the executor (``outputs()``, ``delete --purge``).
 """
 
@@ -31,6 +34,7 @@ from trainjob.local import pods
 from trainjob.runtime.plan import Plan
 
 OUTPUT_DIR = "output_dir"
+CHECKPOINTS = "checkpoints"
 # ``output_dir=/x`` (torchtune's and trainjob's LLM trainer's key=value), ``--output_dir /x``,
 # ``--output-dir=/x`` (transformers' and most training scripts' flags).
 _OUTPUT_ARG = re.compile(r"^(?:--)?output[_-]dir(?:=(?P<value>.+))?$")
@@ -45,6 +49,20 @@ class Kept:
     claims_dir: Path
     shared: frozenset[str] = frozenset()
     targeted: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        """``$TRAINJOB_CHECKPOINT_DIR``: where custom training code saves what a restarted
+        attempt resumes from (a kept volume named ``checkpoints`` is the same directory)."""
+        return self.run_dir / CHECKPOINTS
+
+    def env(self, restart_attempt: int) -> dict[str, str]:
+        """The variables every container of an attempt gets: the checkpoint directory and the
+        restart attempt (0, then 1 after the first JobSet restart, ...)."""
+        return {
+            homes.ENV_CHECKPOINT_DIR: str(self.checkpoint_dir),
+            homes.ENV_RESTART_ATTEMPT: str(restart_attempt),
+        }
 
     def dirs(self, pod: pods.PodTemplate) -> dict[str, Path]:
         """Volume name -> directory, for the kept volumes ``pod`` may mount."""
@@ -129,6 +147,9 @@ def describe(plan: Plan, keep: Kept, uid: str) -> list[Output]:
         Output(OUTPUT_DIR, local, f"output_dir of {', '.join(sorted(jobs))}")
         for local, jobs in sorted(output_dirs.items())
     ]
+    ckpt = keep.checkpoint_dir
+    if ckpt not in dirs_used and ckpt.is_dir() and any(ckpt.iterdir()):
+        out.append(Output(CHECKPOINTS, str(ckpt), f"${homes.ENV_CHECKPOINT_DIR} of the pods"))
     for where, (volume, mount_paths, jobs) in sorted(dirs_used.items()):
         what = "claim" if where.is_relative_to(keep.claims_dir) else "volume"
         out.append(

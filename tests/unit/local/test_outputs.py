@@ -132,3 +132,32 @@ def test_a_claim_is_shared_by_name_and_a_bad_claim_name_is_refused(tmp_path: Pat
 )
 def test_output_dir_arguments(args: list[str], want: list[str]) -> None:
     assert outputs._output_dirs({"command": ["train"], "args": args}) == want
+
+
+def test_the_checkpoint_dir_and_restart_attempt_env_and_listing(tmp_path: Path) -> None:
+    plan = _plan({})
+    keep = outputs.kept(plan, tmp_path, "team", "j", CREATED, UID)
+    assert keep.checkpoint_dir == keep.run_dir / "checkpoints"
+    assert keep.env(2) == {
+        "TRAINJOB_CHECKPOINT_DIR": str(keep.run_dir / "checkpoints"),
+        "TRAINJOB_RESTART_ATTEMPT": "2",
+    }
+    assert outputs.describe(plan, keep, UID) == [], "an empty checkpoint dir is not listed"
+    keep.checkpoint_dir.mkdir(parents=True)
+    (keep.checkpoint_dir / "step-3.pt").write_bytes(b"x")
+    (listed,) = outputs.describe(plan, keep, UID)
+    assert (listed.name, listed.location) == ("checkpoints", str(keep.checkpoint_dir))
+
+
+def test_every_container_gets_the_extra_env_and_its_completion_index(tmp_path: Path) -> None:
+    t = pods.PodTemplate(
+        "node", 0, 3, "h", "h-x", {}, {}, {"containers": [{"name": "c", "command": ["true"]}]}
+    )
+    plan = _plan({})
+    local = pods.build_pod(
+        t, pods.network_for(plan, [t]), plan, tmp_path, "/", "d", {"PATH": "/usr/bin:/bin"},
+        extra_env={"TRAINJOB_RESTART_ATTEMPT": "1"},
+    )  # fmt: skip
+    (ctr,) = local.containers
+    assert ctr.env["JOB_COMPLETION_INDEX"] == "3"
+    assert ctr.env["TRAINJOB_RESTART_ATTEMPT"] == "1"
