@@ -26,13 +26,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 TARGET_MS = 150.0
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 
 
-def _load_seed():  # type: ignore[no-untyped-def]
+def _load_seed() -> Any:
     spec = importlib.util.spec_from_file_location("bench_sdk", HERE / "sdk.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
