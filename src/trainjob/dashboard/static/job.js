@@ -136,7 +136,9 @@
       TJ.fill(sel, ...steps.map((s) => h("option", { value: s }, s)));
       if (logStep && steps.includes(logStep)) sel.value = logStep;
     }
-    if (!logStep && steps.length) openLog(steps[0]);
+    // First the trainer's first pod (launcher-0 for MPI, else node-0), as `trainjob logs` does.
+    const first = steps.find((x) => x === "launcher-0") || steps.find((x) => x === "node-0") || steps[0];
+    if (!logStep && first) openLog(first);
   }
 
   // -- logs -----------------------------------------------------------------------------------
