@@ -430,15 +430,17 @@ class LocalExecutor(Executor):
         out = []
         for r in self.store.job_summaries(namespace):
             ns, name, uid, created, phase, reason, message, started, completed, restarts = r[:10]
-            status, tj = r[10:]
+            status, tj, runtime_ttl = r[10:]
             trainjob = _summary_object(tj, status, restarts)
             if trainjob is None:
                 damaged = self.store.job(ns, name)
                 if damaged is not None:
                     self._skip(damaged, _problem(damaged) or "its TrainJob is not JSON")
                 continue
-            if phase in st.FINISHED and self._expired(ns, name, uid, trainjob):
-                continue
+            if phase in st.FINISHED:
+                self._runtime_ttl.setdefault(uid, None if runtime_ttl is None else int(runtime_ttl))
+                if self._expired(ns, name, uid, trainjob):
+                    continue
             if phase in _LIVE:
                 row = self.store.job(ns, name)
                 if row is None or row.uid != uid:
