@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     )
     from trainjob.client.types import (
         BuiltinTrainer,
+        ConfigTrainer,
         CustomTrainer,
         CustomTrainerContainer,
         DataCacheInitializer,
@@ -72,6 +73,8 @@ if TYPE_CHECKING:
         TorchTuneInstructDataset,
         TrainerType,
         TrainJobTemplate,
+        TRLConfig,
+        TRLMethod,
     )
     from trainjob.progress import (
         update_trainjob_status,
@@ -80,7 +83,9 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
+    "TTLSecondsAfterFinished": "trainjob.client.options",
     "BuiltinTrainer": "trainjob.client.types",
+    "ConfigTrainer": "trainjob.client.types",
     "ContainerPatch": "trainjob.client.options",
     "CustomTrainer": "trainjob.client.types",
     "CustomTrainerContainer": "trainjob.client.types",
@@ -115,6 +120,8 @@ _LAZY: dict[str, str] = {
     "S3ModelInitializer": "trainjob.client.types",
     "TorchTuneConfig": "trainjob.client.types",
     "TorchTuneInstructDataset": "trainjob.client.types",
+    "TRLConfig": "trainjob.client.types",
+    "TRLMethod": "trainjob.client.types",
     "TrainJobTemplate": "trainjob.client.types",
     "TrainerArgs": "trainjob.client.options",
     "TrainerClient": "trainjob.client.client",
@@ -133,6 +140,7 @@ __all__ = [
     "ActiveDeadlineSeconds",
     "Annotations",
     "BuiltinTrainer",
+    "ConfigTrainer",
     "ContainerPatch",
     "CustomTrainer",
     "CustomTrainerContainer",
@@ -165,6 +173,9 @@ __all__ = [
     "RuntimeTrainer",
     "S3DatasetInitializer",
     "S3ModelInitializer",
+    "TRLConfig",
+    "TRLMethod",
+    "TTLSecondsAfterFinished",
     "TorchTuneConfig",
     "TorchTuneInstructDataset",
     "TrainJobError",

@@ -33,7 +33,7 @@ from trainjob.api import validation
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
-from trainjob.core import times
+from trainjob.core import lifetime, times
 from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_CHUNK = 1 << 16  # bytes a follower reads at a time
 _START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
 # Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
 _STARTED: list[subprocess.Popen[bytes]] = []
@@ -84,6 +85,7 @@ class LocalExecutor(Executor):
         self._skipped: set[tuple[str, str, str]] = set()  # damaged rows reported already
         # Pods and event of a job found dead that the store could not record (a full disk).
         self._unwritten: dict[str, tuple[list[PodRow], EventRow]] = {}
+        self._runtime_ttl: dict[str, int | None] = {}  # uid -> its runtime's runPolicy TTL
 
     @property
     def default_namespace(self) -> str:
@@ -127,6 +129,7 @@ class LocalExecutor(Executor):
             status=json.dumps(job_status),
             suspend=int(suspend),
         )
+        self.exists(name, ns)  # a finished job of that name whose TTL ran out goes first
         self.store.insert_job(row)
         self.store.put_pods(first_pods)
         try:
@@ -253,7 +256,38 @@ class LocalExecutor(Executor):
         problem = _problem(row)
         if problem:
             raise ConfigError(self._unreadable(row, problem))
+        if row.phase in st.FINISHED and self._expired(
+            namespace, name, row.uid, _object(row.trainjob, row.status)
+        ):
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
         return self._check_alive(row)
+
+    def _expired(self, namespace: str, name: str, uid: str, trainjob: dict[str, Any]) -> bool:
+        """Delete a finished job whose TTL ran out (``ttlSecondsAfterFinished``, else its
+        runtime's ``runPolicy``'s; counted from its Complete/Failed condition), keeping its
+        outputs; True when it was. Checked whenever the job is read, so it holds across
+        restarts of anything: the count is the stored status's."""
+        ttl = (trainjob.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if ttl is None:
+            if uid not in self._runtime_ttl:
+                row = self.store.job(namespace, name)
+                runtime = json.loads(row.runtime) if row is not None and row.runtime else None
+                self._runtime_ttl[uid] = lifetime.ttl_seconds({}, runtime)
+            ttl = self._runtime_ttl[uid]
+        if ttl is None:
+            return False
+        done = lifetime.finished_at(trainjob)
+        if done is None or done + int(ttl) > time.time():
+            return False
+        log.info(
+            "deleting TrainJob %s/%s: its ttlSecondsAfterFinished (%ss) ran out",
+            namespace,
+            name,
+            ttl,
+        )
+        with contextlib.suppress(NotFoundError):
+            self.delete(name, namespace)
+        return True
 
     def _unreadable(self, row: JobRow, problem: str) -> str:
         return (
@@ -295,7 +329,7 @@ class LocalExecutor(Executor):
         for p in self.store.pods(row.namespace, row.name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)  # every process of the job, any session
+        ptree.end(self._job_processes(row), grace=0)  # every process of the job, any session
         ts = times.now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
@@ -346,6 +380,14 @@ class LocalExecutor(Executor):
             self._unwritten[row.uid] = (pods_now, event)
         return dataclasses.replace(row, **failed)
 
+    def _job_processes(self, row: JobRow) -> ptree.Procs:
+        """Every process of ``row``'s job still running: those carrying its mark, and those its
+        supervisor last recorded (one that cleared its environment and left its session)."""
+        found = ptree.owned(f"{row.uid}/")
+        with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to
+            found.update(ptree.recorded(homes.processes_file(self.home, row.namespace, row.name)))
+        return found
+
     def _trainjob(self, row: JobRow) -> TrainJob:
         text = row.trainjob
         if row.status not in ("{}", ""):
@@ -353,8 +395,13 @@ class LocalExecutor(Executor):
         return TrainJob.model_validate_json(text)
 
     def exists(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> bool:
-        """Whether a TrainJob of that name is stored (running or finished)."""
-        return self.store.job(namespace, name) is not None
+        """Whether a TrainJob of that name is stored (running or finished, its TTL not run out)."""
+        row = self.store.job(namespace, name)
+        if row is None:
+            return False
+        if row.phase in st.FINISHED and not _problem(row):
+            return not self._expired(namespace, name, row.uid, _object(row.trainjob, row.status))
+        return True
 
     def get(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """The stored TrainJob with its status (conditions, jobsStatus) as the cluster shows it."""
@@ -383,13 +430,17 @@ class LocalExecutor(Executor):
         out = []
         for r in self.store.job_summaries(namespace):
             ns, name, uid, created, phase, reason, message, started, completed, restarts = r[:10]
-            status, tj = r[10:]
+            status, tj, runtime_ttl = r[10:]
             trainjob = _summary_object(tj, status, restarts)
             if trainjob is None:
                 damaged = self.store.job(ns, name)
                 if damaged is not None:
                     self._skip(damaged, _problem(damaged) or "its TrainJob is not JSON")
                 continue
+            if phase in st.FINISHED:
+                self._runtime_ttl.setdefault(uid, None if runtime_ttl is None else int(runtime_ttl))
+                if self._expired(ns, name, uid, trainjob):
+                    continue
             if phase in _LIVE:
                 row = self.store.job(ns, name)
                 if row is None or row.uid != uid:
@@ -521,13 +572,13 @@ class LocalExecutor(Executor):
 
                 buf = b""
                 while True:
-                    chunk = f.read(65536)
+                    chunk = f.read(_CHUNK)
                     if not chunk:
                         done = pod_done()
                         if not done and not _replaced(path, f):
                             time.sleep(0.05)
                             continue
-                        chunk = f.read()  # what it wrote before it ended
+                        chunk = f.read(_CHUNK)  # what it wrote before it ended
                         if not chunk:
                             if buf:
                                 yield out(buf, offset + len(buf))
@@ -535,10 +586,17 @@ class LocalExecutor(Executor):
                                 return
                             break  # the pod restarted: follow its new log
                     buf += chunk
-                    *lines, buf = buf.split(b"\n")
-                    for line in lines:
-                        offset += len(line) + 1
-                        yield out(line, offset)
+                    if b"\n" in chunk:  # only the new bytes can end a line
+                        *lines, buf = buf.split(b"\n")
+                        for line in lines:
+                            offset += len(line) + 1
+                            yield out(line, offset)
+                    # A line with no end (a progress bar redrawn with \r) comes in pieces, as
+                    # logfiles.read gives it: memory stays bounded and nothing is scanned twice.
+                    while len(buf) >= logfiles.LONGEST_LINE:
+                        piece, buf = buf[: logfiles.LONGEST_LINE], buf[logfiles.LONGEST_LINE :]
+                        offset += len(piece)
+                        yield out(piece, offset)
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         row = self._row(name, namespace)
@@ -601,8 +659,9 @@ class LocalExecutor(Executor):
         for p in self.store.pods(namespace, name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        # Whatever carries the job's mark (a supervisor killed before it could stop them).
-        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)
+        # What the supervisor knew and whatever carries the job's mark (it was killed before it
+        # could stop them).
+        ptree.end(self._job_processes(row), grace=0)
         try:
             files.remove_tree(self.home, homes.job_dir(self.home, namespace, name))
         except files.UnsafePathError as e:  # a link planted on the way: its target is left alone

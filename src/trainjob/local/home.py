@@ -124,6 +124,11 @@ def supervisor_log(home: Path, namespace: str, name: str) -> Path:
     return job_dir(home, namespace, name) / "supervisor.log"
 
 
+def processes_file(home: Path, namespace: str, name: str) -> Path:
+    """Every process of the job its supervisor knows (``trainjob.local.ptree.record``)."""
+    return job_dir(home, namespace, name) / "processes"
+
+
 def disk_full_note(path: Path) -> str:
     """``"; no space left on the disk of PATH (N KiB free)"`` when it is (nearly) full, else ``""``.
 

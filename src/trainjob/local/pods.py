@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainjob import extras
+from trainjob import cores, extras
 from trainjob.api import corev1, quantity
 from trainjob.core import jobset
 from trainjob.local import home as homes
@@ -70,7 +70,11 @@ BUILTIN_IMAGES = {
 }
 # Commands trainjob stands in for when they are not installed, with the same argv: the torchtune
 # runtimes' ``tune run RECIPE --config CONFIG key=value...`` runs trainjob's LLM trainer.
-STAND_INS = {"tune": "trainjob.trainers.llm"}
+STAND_INS = {"tune": "trainjob.trainers.llm", "trl": "trainjob.trainers.llm.trl"}
+# Stand-ins used even when the command is installed: TRL's own ``trl`` CLI hands the run to
+# ``accelerate launch``, which ignores PET_* and trains one process a node while reporting
+# success; trainjob's takes the same flags and launches torchrun from PET_*.
+ALWAYS = frozenset({"trl"})
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -511,7 +515,31 @@ def missing_extras(argv: list[str], env: Mapping[str, str]) -> str | None:
         return extras.message(f"STORAGE_URI {uri!r}", extras.STORAGE_MODULES.get(scheme, ()))
     if module == STAND_INS["tune"]:
         return extras.message("'tune run' (trainjob's LLM trainer)", extras.LLM_TRAINER)
+    if module == STAND_INS["trl"]:
+        return extras.message("'trl' (trainjob's TRL trainer)", (*extras.LLM_TRAINER, "trl"))
     return None
+
+
+_SHELLS = ("bash", "sh", "/bin/bash", "/bin/sh", "/usr/bin/bash")
+# A script that installs something may install its launcher: it is left to run.
+_INSTALLS = re.compile(
+    r"\b(?:pip3?|uv pip|conda|mamba|micromamba|apt-get|apt)\s+install\b|PACKAGES=\("
+)
+
+
+def script_launcher_missing(argv: list[str], path: str) -> str | None:
+    """The launcher (``torchrun``, ``mpirun``, ...) a ``bash -c SCRIPT`` container ends by running
+    and this machine lacks, as a line naming what to install; None when it is there, the script
+    installs things first (the SDK's ``packages_to_install``), or it ends otherwise. The SDK's
+    CustomTrainer runs as such a script: without this a base install started the job and failed
+    it with ``torchrun: command not found`` in its log."""
+    if len(argv) != 3 or argv[0] not in _SHELLS or argv[1] != "-c" or _INSTALLS.search(argv[2]):
+        return None
+    lines = [line.strip() for line in argv[2].splitlines() if line.strip()]
+    words = lines[-1].split() if lines else []
+    if not words or words[0] not in INSTALL_HINTS or shutil.which(words[0], path=path):
+        return None
+    return f"command {words[0]!r} not found: {INSTALL_HINTS[words[0]]}"
 
 
 def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
@@ -520,7 +548,7 @@ def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
     exe = argv[0]
     if PYTHON_NAMES.match(exe):
         return [sys.executable, *argv[1:]]
-    if os.sep not in exe and shutil.which(exe, path=path) is None:
+    if os.sep not in exe and (exe in ALWAYS or shutil.which(exe, path=path) is None):
         module = stand_in(exe)
         if module is not None:
             return [sys.executable, "-m", module, *argv[1:]]
@@ -534,6 +562,19 @@ def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
     # Found on PATH, it runs as written, as the kubelet runs it: some programs read their argv[0]
     # (OpenMPI's mpirun takes an absolute /bin/mpirun as --prefix /, and refuses it).
     return argv
+
+
+def local_processes(pod: PodTemplate, plan: Plan, env: Mapping[str, str]) -> int:
+    """How many processes run at once on this machine as the pods of ``pod``'s replicatedJob:
+    its pods (replicas x parallelism) times the workers torchrun starts in each
+    (``PET_NPROC_PER_NODE`` when it is a number)."""
+    pods_of_job = 1
+    for rjob in plan.jobset.get("spec", {}).get("replicatedJobs") or ():
+        if rjob.get("name") == pod.job:
+            spec = (rjob.get("template") or {}).get("spec") or {}
+            pods_of_job = int(rjob.get("replicas") or 1) * int(spec.get("parallelism") or 1)
+    per_pod = env.get("PET_NPROC_PER_NODE", "1")
+    return pods_of_job * (int(per_pod) if per_pod.isdigit() else 1)
 
 
 def build_pod(
@@ -592,8 +633,12 @@ def build_pod(
         full_env["JOB_COMPLETION_INDEX"] = str(pod.index)
         full_env.update(extra_env or {})
         full_env.update(env)
+        if cores.ENV not in full_env:  # this pod's share of the cores its siblings also use
+            full_env[cores.ENV] = str(cores.share(local_processes(pod, objects, full_env)))
         argv = resolve_command(argv, full_env.get("PATH", path), where)
-        missing = missing_extras(argv, full_env)
+        missing = missing_extras(argv, full_env) or script_launcher_missing(
+            argv, full_env.get("PATH", path)
+        )
         if missing:
             raise PodConfigError(f"{where}: {missing}")
         checks = probes.parse(

@@ -26,6 +26,7 @@ seconds, orphans are reaped, and when the supervisor ends, every process still b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -39,9 +40,11 @@ from typing import Any
 
 from trainjob.api import constants as c
 from trainjob.core import jobset as js
-from trainjob.core import times
+from trainjob.core import lifetime, times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
+from trainjob.executor import triage
+from trainjob.executor.steps import step_name
 from trainjob.local import files, logfiles, mpi, outputs, pods, procs, ptree, status, volumes
 from trainjob.local import home as homes
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
@@ -73,15 +76,16 @@ class Supervisor:
         self.phase = row.phase
         self.suspended = False
         self.clock_start = row.created_ts
-        self.deadline: int | None = (row.trainjob_dict().get("spec") or {}).get(
-            "activeDeadlineSeconds"
-        )
+        self._recorded: ptree.Procs = {}  # the processes last written to the processes file
+        # the TrainJob's, else its runtime's spec.runPolicy's (KEP-2899)
+        self.deadline = lifetime.active_deadline(row.trainjob_dict(), self.runtime)
         self.base_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINJOB_SUP")}
         self.templates: list[pods.PodTemplate] = []
         self.runs: dict[Key, PodRun] = {}
         self.rows: dict[Key, PodRow] = {}
         self.failures: dict[tuple[str, int], int] = {}
         self.virtual: set[Key] = set()
+        self.first_failure = ""  # "node-1 (rank 1): container ... failed: ..." of this attempt
         self.events: list[EventRow] = []
         self.dirty = True
         js_spec = self.plan.jobset.get("spec") or {}
@@ -179,6 +183,7 @@ class Supervisor:
 
     def new_attempt(self) -> None:
         """Create the pods of a (re)started JobSet, all Pending."""
+        self.first_failure = ""
         self.templates = pods.pod_templates(self.plan, self.uid, self.restarts)
         self.network = pods.network_for(self.plan, self.templates, procs.free_port)
         self.runs = {}
@@ -303,6 +308,7 @@ class Supervisor:
             self.phase = st.RUNNING
         if self.started is None:
             self.started = times.now()
+        self.status.setdefault("startTime", times.now())  # again after a resume, as a Job's
         self.dirty = True
 
     def probe(self) -> None:
@@ -349,6 +355,10 @@ class Supervisor:
                     ready=False,
                 )
                 self.event("Warning", "Failed", what, "Pod", t.name)
+                if not self.first_failure:  # the one the job's Failed message names
+                    who = step_name(t.job, t.index, t.job_index)
+                    rank = f" (rank {t.index})" if t.job == "node" else ""
+                    self.first_failure = f"{who}{rank}: {what}"
                 jk = (key[0], key[1])
                 self.failures[jk] = self.failures.get(jk, 0) + 1
                 if self.failures[jk] <= t.backoff_limit:
@@ -390,9 +400,15 @@ class Supervisor:
             return
         self._next_track = now_ + TRACK_EVERY
         tab = ptree.table()
+        known = ptree.descendants([os.getpid()], tab)  # the pods and the orphans it inherited
         for run in self.runs.values():
             run.track(tab)
+            known.update(run.seen)
         ptree.reap_orphans([p.pid for run in self.runs.values() for p in run.procs], tab)
+        if known != self._recorded:  # for a reader that finds this supervisor dead
+            with contextlib.suppress(OSError, ConfigError):
+                ptree.record(known, homes.processes_file(self.home, self.namespace, self.name))
+                self._recorded = known
 
     def end_everything(self) -> None:
         """The job is over: no process below the supervisor may outlive it (orphans that left
@@ -467,7 +483,8 @@ class Supervisor:
         self.event(
             "Warning",
             js.REASON_RESTARTING,
-            f"restarting jobset, attempt {self.restarts}",
+            f"restarting jobset, attempt {self.restarts}"
+            + (f" (first failed: {self.first_failure})" if self.first_failure else ""),
             "JobSet",
             self.jobset_name,
         )
@@ -481,6 +498,8 @@ class Supervisor:
         return bool(states) and (any(states) if operator == "Any" else all(states))
 
     def fail(self, reason: str, message: str) -> None:
+        if self.first_failure:  # which step and rank failed first, how (control chars escaped)
+            message = f"{message}{triage.FIRST_FAILED}{self.first_failure}"
         self.stop_pods(st.POD_FAILED, "")
         ts = times.now()
         status.failed(self.status, reason, message, ts)
@@ -492,6 +511,7 @@ class Supervisor:
         self.stop_pods(st.POD_SUCCEEDED, "")
         ts = times.now()
         status.complete(self.status, ts)
+        self.status["completionTime"] = ts  # on Complete only, as a Job's
         self.phase = st.COMPLETE
         self.row = replace(
             self.row,
@@ -526,6 +546,7 @@ class Supervisor:
         elif not want_suspend and self.suspended:
             self.suspended = False
             status.resumed(self.status, times.now())
+            self.status.pop("startTime", None)  # set again when the pods start
             self.clock_start = time.time()
             self.phase = st.RUNNING if self.started else st.CREATED
             self.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
