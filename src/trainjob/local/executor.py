@@ -37,6 +37,7 @@ from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntim
 from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.local import home as homes
 from trainjob.local import limits, mpi, podrun, pods, procs, ptree, status
+from trainjob.local import runner as runners
 from trainjob.local import state as st
 from trainjob.local.state import Event, JobFailedError, JobState, PodState
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError, now
@@ -61,9 +62,14 @@ class LocalExecutor:
     Any number of executors, in any number of processes, may share a home.
     """
 
-    def __init__(self, home: Path | None = None) -> None:
+    def __init__(self, home: Path | None = None, runner: str = "") -> None:
+        """``runner``: how the jobs submitted through it run their pods, as stored with each job
+        (:func:`trainjob.local.runner.runner_for`): ``""`` as processes, else a container
+        backend's settings (``ContainerSettings.to_json()``). Every other verb acts on any job
+        of the home, however it runs."""
         self.home = Path(home) if home is not None else homes.default_home()
         self.store = Store(homes.db_path(self.home))
+        self.runner = runner
         # Pods and event of a job found dead that the store could not record (a full disk).
         self._unwritten: dict[str, tuple[builtins.list[PodRow], EventRow]] = {}
 
@@ -104,6 +110,7 @@ class LocalExecutor:
             phase=st.SUSPENDED if suspend else st.CREATED,
             status=json.dumps(job_status),
             suspend=int(suspend),
+            runner=self.runner,
         )
         self.store.insert_job(row)
         self.store.put_pods(first_pods)
@@ -160,13 +167,16 @@ class LocalExecutor:
     def _preflight(
         self, plan: Plan, runtime: dict[str, object], ns: str, name: str, uid: str, cwd: str
     ) -> builtins.list[PodRow]:
-        """Check that every pod that will run has a command that exists here; its Pending rows."""
+        """Check that every pod that will run can run here (its command exists; on the
+        container backend, its image can be had); its Pending rows."""
+        problems = runners.runner_for(self.runner, (ns, name, uid)).check(
+            plan, runtime, self.home, ns, cwd
+        )
+        if problems:
+            raise ConfigError("; ".join(problems))
         plan = Plan(tuple(copy.deepcopy(builtins.list(plan.objects))))
-        local_mpi = mpi.adapt(plan, runtime)
+        local_mpi = mpi.adapt(plan, runtime) if not self.runner else None
         templates = pods.pod_templates(plan, uid)
-        network = pods.network_for(plan, templates)
-        problems: builtins.list[str] = []
-        checked: set[str] = set()
         rows: builtins.list[PodRow] = []
         for t in templates:
             skipped = bool(local_mpi and local_mpi.skips(t))
@@ -183,15 +193,6 @@ class LocalExecutor:
                     message=mpi.SKIPPED_MESSAGE if skipped else "",
                 )
             )
-            if skipped or t.job in checked:
-                continue
-            checked.add(t.job)
-            try:
-                pods.build_pod(t, network, plan, self.home / "preflight", cwd, ns, dict(os.environ))
-            except pods.PodConfigError as e:
-                problems.append(str(e))
-        if problems:
-            raise ConfigError("; ".join(problems))
         return rows
 
     def _start_supervisor(self, row: JobRow) -> None:
@@ -255,6 +256,7 @@ class LocalExecutor:
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
         ptree.end(ptree.owned(f"{row.uid}/"), grace=0)  # every process of the job, any session
+        runners.clean_up(row.runner, row.namespace, row.name, row.uid)
         ts = now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
@@ -500,6 +502,7 @@ class LocalExecutor:
                 procs.kill_group(p.pid)
         # Whatever carries the job's mark (a supervisor killed before it could stop them).
         ptree.end(ptree.owned(f"{row.uid}/"), grace=0)
+        runners.clean_up(row.runner, namespace, name, row.uid)
         with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to: no files
             shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
         self.store.delete_job(namespace, name, row.uid)

@@ -40,6 +40,7 @@ from typing import Any
 from trainjob.api import constants as c
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, ptree, status, volumes
+from trainjob.local import runner as runners
 from trainjob.local import state as st
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store, now
@@ -88,7 +89,10 @@ class Supervisor:
         startup = js_spec.get("startupPolicy") or {}
         self.in_order = startup.get("startupPolicyOrder") == "InOrder"
         self.jobset_name = self.plan.jobset["metadata"]["name"]
-        self.local_mpi = mpi.adapt(self.plan, self.runtime)
+        # How pods run: processes here, or containers (trainjob.local.runner); the rest of the
+        # supervisor is the same for both.
+        self.runner = runners.runner_for(row.runner, (namespace, name, uid), self._runner_event)
+        self.local_mpi = mpi.adapt(self.plan, self.runtime) if not row.runner else None
         if self.local_mpi:
             self.base_env.update(self.local_mpi.env)
         self._probe_pool: ThreadPoolExecutor | None = None
@@ -119,6 +123,9 @@ class Supervisor:
             )
         )
         self.dirty = True
+
+    def _runner_event(self, type_: str, reason: str, message: str, kind: str, obj: str) -> None:
+        self.event(type_, reason, message, kind, obj)
 
     def set_pod(self, key: Key, **values: Any) -> None:
         self.rows[key] = replace(self.rows[key], **values)
@@ -176,7 +183,6 @@ class Supervisor:
     def new_attempt(self) -> None:
         """Create the pods of a (re)started JobSet, all Pending."""
         self.templates = pods.pod_templates(self.plan, self.uid, self.restarts)
-        self.network = pods.network_for(self.plan, self.templates, procs.free_port)
         self.runs = {}
         self.failures = {}
         self.virtual = set()
@@ -200,6 +206,10 @@ class Supervisor:
                 message=message,
             )
         self.dirty = True
+        try:
+            self.runner.new_attempt(self.plan, self.templates)  # new endpoints for the pods
+        except pods.PodConfigError as e:
+            self.fail(status.REASON_POD_CONFIG_ERROR, str(e))
 
     def job_state(self, rname: str, j: int) -> str:
         keys = [k for k in self.rows if k[0] == rname and k[1] == j]
@@ -251,16 +261,15 @@ class Supervisor:
                 continue
             try:
                 volumes.materialize(t, self.plan, vols)
-                local = pods.build_pod(
-                    t, self.network, self.plan, vols, self.row.cwd, self.namespace, self.base_env
+                local = self.runner.build(
+                    t, self.plan, vols, self.row.cwd, self.namespace, self.base_env
                 )
             except (pods.PodConfigError, OSError) as e:
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
             log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
-            run = PodRun(local, log, self.probe_pool)
             try:
-                run.start()
+                run = self.runner.start(local, log, self.probe_pool)
             except OSError as e:
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
@@ -557,6 +566,7 @@ class Supervisor:
             self.flush()
         finally:
             self.kill_all()
+            self.runner.close()
             if self._probe_pool is not None:
                 self._probe_pool.shutdown(wait=False, cancel_futures=True)
             self.end_everything()
