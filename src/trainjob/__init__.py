@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         TrainerClient,
     )
     from trainjob.client.config import (
+        ContainerBackendConfig,
         KubernetesBackendConfig,
         LocalBackendConfig,
         LocalProcessBackendConfig,
@@ -78,6 +79,7 @@ _LAZY: dict[str, str] = {
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
     "BuiltinTrainer": "trainjob.client.types",
+    "ContainerBackendConfig": "trainjob.client.config",
     "ContainerPatch": "trainjob.client.options",
     "CustomTrainer": "trainjob.client.types",
     "CustomTrainerContainer": "trainjob.client.types",
@@ -129,6 +131,7 @@ __all__ = [
     "ActiveDeadlineSeconds",
     "Annotations",
     "BuiltinTrainer",
+    "ContainerBackendConfig",
     "ContainerPatch",
     "CustomTrainer",
     "CustomTrainerContainer",

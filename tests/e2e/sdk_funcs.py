@@ -40,3 +40,21 @@ def env_dump():
 
     print(f"PATH set={bool(os.environ.get('PATH'))}", flush=True)
     print(f"A={os.environ.get('A')} B={os.environ.get('B')}", flush=True)
+
+
+def checked_all_reduce():
+    """Every rank adds its rank + 1; each checks the sum of all (a real gloo all-reduce)."""
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    want = world * (world + 1) / 2
+    if t.item() != want:
+        raise SystemExit(f"rank {rank}: all_reduce gave {t.item()}, want {want}")
+    print(f"allreduce ok rank={rank} world={world} sum={t.item():g} on {os.environ['HOSTNAME']}")
+    dist.destroy_process_group()

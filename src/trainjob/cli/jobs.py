@@ -17,6 +17,7 @@ Registered on :data:`trainjob.cli.app`; every command is a thin layer over
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import sys
@@ -73,6 +74,15 @@ def executor() -> Jobs:
     if TARGET.backend is Backend.kubernetes:
         return ClusterJobs(TARGET.kubeconfig, TARGET.context)
     return LocalExecutor()
+
+
+def container_runner() -> str:
+    """The container backend's settings for jobs run now: the engine of
+    ``TRAINJOB_CONTAINER_RUNTIME`` (docker or podman), else the one that runs here."""
+    from trainjob.local.containers import ContainerSettings, engine
+
+    found = engine.detect(os.environ.get("TRAINJOB_CONTAINER_RUNTIME") or None)
+    return ContainerSettings(engine=found.command).to_json()
 
 
 def namespace_of(ex: Jobs, namespace: str | None) -> str:
@@ -341,6 +351,8 @@ def run_command(
 ) -> None:
     """Run TrainJobs (on this machine, or with --backend kubernetes on the cluster)."""
     ex = executor()
+    if TARGET.backend is Backend.container and isinstance(ex, LocalExecutor):
+        ex.runner = container_runner()
     found = load_inputs(ex, filename, namespace)
     trainjobs, runtimes, dirs = found.trainjobs, found.runtimes, found.dirs
     submitted: list[TrainJob] = []
