@@ -1,19 +1,29 @@
-"""The controller under a burst: 500 TrainJobs created at once on a real kube-apiserver.
+"""The controller under a burst: N TrainJobs created at once on a real kube-apiserver, trainjob's
+controller beside upstream's, in one run.
 
-Measured in one run:
+Measured in one run, on one apiserver, one after the other:
 
-* **controller**: ``trainjob controller`` (a subprocess, admission webhooks on loopback unless
-  ``--no-webhooks``) and 500 TrainJobs on the built-in ``torch-distributed`` runtime created by 32
-  client threads at once. Per job: the time from its create call returning to its JobSet appearing
-  on a watch; the time until every JobSet exists; the controller's peak and final RSS and CPU time.
-* **reference**: the same 500 JobSets (the Plans the compiler makes) created directly by the same
-  32 client threads, without TrainJobs or a controller: what the apiserver itself allows on this
-  machine. The ratio of the two totals compares across machines.
+* **floor**: the same N JobSets (the Plans the compiler makes) created directly by the same client
+  threads, without TrainJobs or a controller: what the apiserver itself allows on this machine.
+* **upstream** (with ``--upstream``): upstream's ``trainer-controller-manager`` v2.3.0 (built by
+  ``hack/build-upstream-controller.sh``), its CRDs and webhooks, its shipped configuration (5
+  TrainJob workers, client QPS 50 / burst 100), and N TrainJobs on the ``torch-distributed``
+  runtime (2 nodes each) created by the client threads at once.
+* **trainjob**: ``trainjob controller`` (``--workers``, webhooks on loopback unless
+  ``--no-webhooks``), its CRDs, the same N TrainJobs.
 
-    .venv/bin/python benchmarks/controller.py [--jobs 500] [--workers 5] [--kubeconfig KC]
+For each controller: the create calls (their latency is the admission latency: the apiserver calls
+the mutating and the validating webhook for each), the time until every JobSet exists, each job's
+create -> JobSet time, the process's peak RSS (VmHWM) and its CPU seconds for the burst. Then the
+ratios: trainjob / upstream, and each controller's time to all JobSets / the floor.
 
-Without ``--kubeconfig`` a private control plane is started with ``hack/testenv`` (built by
-``hack/build-control-plane.sh`` when not cached) and stopped at the end.
+    .venv/bin/python benchmarks/controller.py [--jobs 500] [--upstream] [--workers 5]
+                                              [--threads 32] [--kubeconfig KC] [--profile DIR]
+
+Without ``--kubeconfig`` a private control plane is started with ``hack/testenv`` (built when not
+cached) and stopped at the end; ``--upstream`` needs it (the CRDs are swapped between runs).
+``--profile DIR`` runs trainjob's controller under py-spy (if installed) and writes its samples as
+folded stacks (``DIR/trainjob-controller-N.folded``; flamegraph.pl or speedscope read them).
 """
 
 from __future__ import annotations
@@ -21,6 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -30,18 +42,24 @@ import time
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from trainjob.api.load import parse
-from trainjob.controller.http import free_port
-from trainjob.kube import Client
-from trainjob.kube import resources as r
-from trainjob.runtime import compile
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.integration import upstream_harness  # noqa: E402
+
+from trainjob.api.load import parse  # noqa: E402
+from trainjob.controller.http import free_port  # noqa: E402
+from trainjob.kube import Client  # noqa: E402
+from trainjob.kube import resources as r  # noqa: E402
+from trainjob.kube.errors import Gone  # noqa: E402
+from trainjob.runtime import compile  # noqa: E402
+
 Obj = dict[str, Any]
 
 
@@ -62,6 +80,7 @@ def start_testenv() -> tuple[Path, Path]:
 def stop_testenv(state: Path) -> None:
     env = {**os.environ, "TRAINJOB_TESTENV_DIR": str(state / "cp")}
     subprocess.run([str(REPO / "hack" / "testenv"), "down"], env=env, stdout=subprocess.DEVNULL)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 def proc_stats(pid: int) -> dict[str, float]:
@@ -83,23 +102,52 @@ def percentile(values: list[float], p: float) -> float:
 
 
 class JobSetWatcher:
-    """Records when each JobSet of a namespace is first seen on a watch."""
+    """Records when each JobSet of a namespace is first seen on a watch (watching again from the
+    last resourceVersion when a watch ends, listing again when that is too old)."""
 
     def __init__(self, kube: Client, namespace: str) -> None:
+        self.kube, self.namespace = kube, namespace
         self.seen: dict[str, float] = {}
-        self.done = threading.Event()
-        _, rv = kube.list_all(r.JOBSETS, namespace)
-        self.watch = kube.watch(r.JOBSETS, namespace, resource_version=rv, metadata_only=True)
+        self.stopped = threading.Event()
+        self.watch: Any = None
+        self.errors: list[str] = []
+        _, self.rv = kube.list_all(r.JOBSETS, namespace)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        for event in self.watch:
-            if event.type == "ADDED":
-                self.seen.setdefault(event.object["metadata"]["name"], time.monotonic())
+        while not self.stopped.is_set():
+            try:
+                self.watch = self.kube.watch(
+                    r.JOBSETS, self.namespace, resource_version=self.rv, metadata_only=True
+                )
+                for event in self.watch:
+                    self.rv = event.resource_version or self.rv
+                    if event.type == "ADDED":
+                        self.seen.setdefault(event.object["metadata"]["name"], time.monotonic())
+            except Gone:
+                items, self.rv = self.kube.list_all(r.JOBSETS, self.namespace)
+                now = time.monotonic()
+                for item in items:
+                    self.seen.setdefault(item["metadata"]["name"], now)
+            except Exception as e:
+                self.errors.append(repr(e))
+                time.sleep(0.2)
+
+    def wait_all(self, n: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.seen) < n:
+            if time.monotonic() > deadline:
+                raise SystemExit(
+                    f"only {len(self.seen)}/{n} JobSets after {timeout}s (watch errors: "
+                    f"{self.errors[-3:]})"
+                )
+            time.sleep(0.05)
 
     def stop(self) -> None:
-        self.watch.stop()
+        self.stopped.set()
+        if self.watch is not None:
+            self.watch.stop()
 
 
 def trainjob(name: str, namespace: str) -> Obj:
@@ -114,37 +162,291 @@ def trainjob(name: str, namespace: str) -> Obj:
     }
 
 
-def burst(kube: Client, objects: list[Obj], resource: r.Resource, threads: int) -> dict[str, float]:
-    """Create ``objects`` from ``threads`` threads at once; name -> time its create returned."""
+def burst(
+    kube: Client, objects: list[Obj], resource: r.Resource, threads: int
+) -> tuple[dict[str, float], list[float]]:
+    """Create ``objects`` from ``threads`` threads at once: name -> when its create returned, and
+    each create call's latency."""
     created: dict[str, float] = {}
+    latencies: list[float] = []
 
     def create(obj: Obj) -> None:
+        t = time.monotonic()
         kube.create(resource, obj)
-        created[obj["metadata"]["name"]] = time.monotonic()
+        done = time.monotonic()
+        created[obj["metadata"]["name"]] = done
+        latencies.append(done - t)
 
     with ThreadPoolExecutor(threads) as pool:
         for f in [pool.submit(create, o) for o in objects]:
             f.result()
-    return created
+    return created, latencies
 
 
-def wait_all(watcher: JobSetWatcher, n: int, timeout: float) -> None:
+@dataclass
+class Run:
+    """One controller's figures."""
+
+    name: str
+    jobs: int
+    create_total: float = 0.0
+    create_latencies: list[float] = field(default_factory=list)
+    total: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    rss_idle: float = 0.0
+    rss_after: float = 0.0
+    rss_peak: float = 0.0
+    cpu: float = 0.0
+
+    def summary(self) -> Obj:
+        return {
+            "create_s": round(self.create_total, 3),
+            "admission_p50_ms": round(statistics.median(self.create_latencies) * 1000, 1),
+            "admission_p99_ms": round(percentile(self.create_latencies, 99) * 1000, 1),
+            "admission_mean_ms": round(statistics.fmean(self.create_latencies) * 1000, 1),
+            "all_jobsets_s": round(self.total, 3),
+            "jobset_p50_ms": round(statistics.median(self.latencies) * 1000, 1),
+            "jobset_p99_ms": round(percentile(self.latencies, 99) * 1000, 1),
+            "rss_idle_mib": round(self.rss_idle, 1),
+            "rss_peak_mib": round(self.rss_peak, 1),
+            "rss_after_mib": round(self.rss_after, 1),
+            "cpu_s": round(self.cpu, 2),
+        }
+
+
+def measure(
+    name: str, kube: Client, pid: int, ns: str, args: argparse.Namespace, warmup: bool = True
+) -> Run:
+    """Burst N TrainJobs into ``ns`` while the controller ``pid`` runs; its figures."""
+    if warmup:
+        # One TrainJob first, so both controllers have their informers synced, connections open
+        # and code paths warm before the clock starts (a controller runs long, so this is its
+        # steady state, not its start).
+        wns = ns + "-warm"
+        kube.create(
+            r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": wns}}
+        )
+        w = JobSetWatcher(kube, wns)
+        burst(kube, [trainjob("warm", wns)], r.TRAINJOBS, 1)
+        w.wait_all(1, 60)
+        w.stop()
+        time.sleep(1)
+    run = Run(name, args.jobs)
+    idle = proc_stats(pid)
+    run.rss_idle = idle["VmRSS"]
+    watcher = JobSetWatcher(kube, ns)
+    t0 = time.monotonic()
+    created, run.create_latencies = burst(
+        kube, [trainjob(f"job-{i:04d}", ns) for i in range(args.jobs)], r.TRAINJOBS, args.threads
+    )
+    run.create_total = max(created.values()) - t0
+    watcher.wait_all(args.jobs, args.timeout)
+    run.total = max(watcher.seen.values()) - t0
+    watcher.stop()
+    time.sleep(1)
+    stats = proc_stats(pid)
+    run.latencies = [watcher.seen[n] - created[n] for n in created]
+    run.rss_after, run.rss_peak = stats["VmRSS"], stats["VmHWM"]
+    run.cpu = stats["cpu"] - idle["cpu"]
+    return run
+
+
+def wait_ready(port: int, proc: subprocess.Popen[bytes], log: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(f"controller not ready; see {log}") from None
+            time.sleep(0.2)
+
+
+def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespace) -> Run:
+    metrics_port, health_port = free_port(), free_port()
+    cmd = [
+        sys.executable, "-c", "import sys; from trainjob.cli import main; sys.exit(main())",
+        "controller", "--kubeconfig", kubeconfig, "--no-leader-elect",
+        "--workers", str(args.workers), "--bind-host", "127.0.0.1",
+        "--metrics-port", str(metrics_port), "--health-port", str(health_port),
+        "--log-level", "WARNING",
+    ]  # fmt: skip
+    if not args.no_webhooks:
+        cmd += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
+    if args.profile:
+        spy = shutil.which("py-spy")
+        if spy is None:
+            raise SystemExit("--profile needs py-spy on PATH (uv pip install py-spy)")
+        out = Path(args.profile) / f"trainjob-controller-{args.jobs}.folded"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            spy,
+            "record",
+            *os.environ.get("PYSPY_ARGS", "--gil").split(),
+            "-f",
+            "raw",
+            "-r",
+            "200",
+            "-o",
+            str(out),
+            "--",
+            *cmd,
+        ]
+    log_path = Path(tempfile.gettempdir()) / f"trainjob-bench-controller-{ns}.log"
+    with open(log_path, "wb") as log:
+        ctl = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        wait_ready(health_port, ctl, str(log_path))
+        if not args.no_webhooks:
+            wait_until(lambda: upstream_harness.webhooks_effective(kube), "trainjob's webhooks")
+        return measure("trainjob", kube, controller_pid(ctl, args), ns, args)
+    finally:
+        # The controller stops (and under py-spy, py-spy then writes its samples and exits).
+        os.kill(controller_pid(ctl, args), signal.SIGTERM)
+        try:
+            ctl.wait(60)
+        except subprocess.TimeoutExpired:
+            ctl.kill()
+
+
+def controller_pid(ctl: subprocess.Popen[bytes], args: argparse.Namespace) -> int:
+    """The controller's pid (under ``--profile``, py-spy's child, not py-spy)."""
+    if not args.profile:
+        return ctl.pid
+    return int(subprocess.check_output(["pgrep", "-P", str(ctl.pid)]).split()[0])
+
+
+def run_upstream(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespace) -> Run:
+    b = upstream_harness.build()
+    up = upstream_harness.start(b, Path(kubeconfig), kube, extra_args=["--zap-log-level", "error"])
+    try:
+        wait_until(lambda: upstream_harness.webhooks_effective(kube), "upstream's webhooks")
+        return measure("upstream", kube, up.proc.pid, ns, args)
+    finally:
+        up.stop()
+
+
+def wait_until(check: Any, what: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
-    while len(watcher.seen) < n:
+    while not check():
         if time.monotonic() > deadline:
-            raise SystemExit(f"only {len(watcher.seen)}/{n} JobSets after {timeout}s")
-        time.sleep(0.05)
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def floor(kube: Client, runtime_doc: Obj, ns: str, args: argparse.Namespace) -> float:
+    """The same JobSets created directly: the apiserver's own pace."""
+    runtime = parse(runtime_doc)
+    jobsets = []
+    for i in range(args.jobs):
+        tj = trainjob(f"job-{i:04d}", ns)
+        tj["metadata"]["uid"] = str(uuid.uuid4())
+        js = compile(parse(tj), runtime).jobset  # type: ignore[arg-type]
+        js["metadata"].pop("ownerReferences", None)
+        jobsets.append(js)
+    watcher = JobSetWatcher(kube, ns)
+    t0 = time.monotonic()
+    burst(kube, jobsets, r.JOBSETS, args.threads)
+    watcher.wait_all(args.jobs, args.timeout)
+    total = max(watcher.seen.values()) - t0
+    watcher.stop()
+    return total
+
+
+def purge(kube: Client, *namespaces: str) -> None:
+    """Delete what a run made (no garbage collector or namespace controller runs here), so the
+    next controller does not cache it: each controller sees only its own objects."""
+    for ns in namespaces:
+        for res in (r.TRAINJOBS, r.JOBSETS, r.CONFIGMAPS, r.SECRETS):
+            kube.request("DELETE", res.path(ns))
+    for ns in namespaces:
+        deadline = time.monotonic() + 120
+        while any(kube.list_all(res, ns)[0] for res in (r.TRAINJOBS, r.JOBSETS)):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"objects of {ns} not deleted after 120s")
+            time.sleep(0.5)
+
+
+def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
+    print()
+    print(
+        f"controller.py: {args.jobs} TrainJobs at once (torch-distributed, 2 nodes), "
+        f"{args.threads} client threads, webhooks {'off' if args.no_webhooks else 'on'}, "
+        f"trainjob --workers {args.workers}"
+    )
+    rows: list[tuple[str, ...]] = [("", *(run.name for run in runs))]
+
+    def row(label: str, fmt: Any) -> None:
+        rows.append((label, *(fmt(run) for run in runs)))
+
+    row("creating the TrainJobs (client side)", lambda x: f"{x.create_total:.2f} s")
+    row("admission: create call p50 / p99", lambda x: (
+        f"{statistics.median(x.create_latencies) * 1000:.0f} / "
+        f"{percentile(x.create_latencies, 99) * 1000:.0f} ms"))  # fmt: skip
+    row(
+        "admission: create call mean",
+        lambda x: f"{statistics.fmean(x.create_latencies) * 1000:.1f} ms",
+    )
+    row("every JobSet exists", lambda x: f"{x.total:.2f} s ({x.jobs / x.total:.0f}/s)")
+    row("per job, create -> JobSet p50 / p99", lambda x: (
+        f"{statistics.median(x.latencies) * 1000:.0f} / {percentile(x.latencies, 99) * 1000:.0f} ms"))  # fmt: skip
+    row(
+        "RSS idle / after / peak",
+        lambda x: f"{x.rss_idle:.0f} / {x.rss_after:.0f} / {x.rss_peak:.0f} MiB",
+    )
+    row("CPU for the burst", lambda x: f"{x.cpu:.1f} s")
+    row("every JobSet exists / floor", lambda x: f"{x.total / ref:.2f}x")
+    widths = [max(len(rw[i]) for rw in rows) for i in range(len(rows[0]))]
+    for rw in rows:
+        print("  " + "  ".join(v.ljust(w) for v, w in zip(rw, widths, strict=True)))
+    print(f"  floor: the same JobSets created directly: {ref:.2f} s")
+    result: Obj = {"jobs": args.jobs, "floor_s": round(ref, 3)}
+    for run in runs:
+        result[run.name] = run.summary()
+    tj = next((x for x in runs if x.name == "trainjob"), None)
+    up = next((x for x in runs if x.name == "upstream"), None)
+    targets: list[tuple[str, float, float]] = []
+    if tj is not None:
+        targets.append(("time to all JobSets / floor (target <= 1.5)", tj.total / ref, 1.5))
+    if tj is not None and up is not None:
+        ratios = {
+            "rss_peak": tj.rss_peak / up.rss_peak,
+            "cpu": tj.cpu / up.cpu,
+            "admission_mean": statistics.fmean(tj.create_latencies)
+            / statistics.fmean(up.create_latencies),
+            "admission_p99": percentile(tj.create_latencies, 99)
+            / percentile(up.create_latencies, 99),
+            "all_jobsets": tj.total / up.total,
+        }
+        result["trainjob_over_upstream"] = {k: round(v, 3) for k, v in ratios.items()}
+        targets += [
+            ("peak RSS, trainjob / upstream (target <= 1)", ratios["rss_peak"], 1.0),
+            ("CPU seconds, trainjob / upstream (target <= 1)", ratios["cpu"], 1.0),
+            ("admission mean, trainjob / upstream (target <= 1)", ratios["admission_mean"], 1.0),
+            ("admission p99, trainjob / upstream (target <= 1)", ratios["admission_p99"], 1.0),
+            ("time to all JobSets, trainjob / upstream", ratios["all_jobsets"], float("inf")),
+        ]
+    print()
+    for label, value, target in targets:
+        mark = "" if target == float("inf") else ("  ok" if value <= target else "  MISSED")
+        print(f"  {label:<52} {value:.2f}x{mark}")
+    print(json.dumps(result))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=500)
-    ap.add_argument("--workers", type=int, default=5, help="controller --workers")
+    ap.add_argument("--upstream", action="store_true", help="run upstream's controller too")
+    ap.add_argument("--workers", type=int, default=5, help="trainjob controller --workers")
     ap.add_argument("--threads", type=int, default=32, help="client threads creating objects")
     ap.add_argument("--kubeconfig", help="use this cluster instead of a private hack/testenv")
     ap.add_argument("--no-webhooks", action="store_true")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--profile", help="write py-spy samples of trainjob's controller here")
     args = ap.parse_args()
+    if args.upstream and args.kubeconfig:
+        ap.error("--upstream swaps CRDs: it needs the private control plane (no --kubeconfig)")
 
     state = None
     kubeconfig = args.kubeconfig
@@ -153,106 +455,40 @@ def main() -> None:
         state, kc = start_testenv()
         kubeconfig = str(kc)
     kube = Client.from_config(kubeconfig, max_connections=args.threads + 8)
-    ns = f"bench-{uuid.uuid4().hex[:6]}"
-    ref_ns = ns + "-ref"
-    ctl = None
+    tag = uuid.uuid4().hex[:6]
+    names = {
+        "floor": f"bench-{tag}-floor",
+        "upstream": f"bench-{tag}-up",
+        "trainjob": f"bench-{tag}-tj",
+    }
     try:
-        for n in (ns, ref_ns):
-            kube.create(
-                r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-            )
         runtime_doc = yaml.safe_load(
             (REPO / "manifests/runtimes/torch-distributed.yaml").read_text()
         )
+        for n in names.values():
+            kube.create(
+                r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+            )
         kube.apply(runtime_doc, field_manager="trainjob-bench")
-
-        # Reference: the same JobSets, created directly.
-        runtime = parse(runtime_doc)
-        ref_jobsets = []
-        for i in range(args.jobs):
-            tj = trainjob(f"job-{i:04d}", ref_ns)
-            tj["metadata"]["uid"] = str(uuid.uuid4())
-            js = compile(parse(tj), runtime).jobset  # type: ignore[arg-type]
-            js["metadata"].pop("ownerReferences", None)
-            ref_jobsets.append(js)
-        watcher = JobSetWatcher(kube, ref_ns)
-        t0 = time.monotonic()
-        burst(kube, ref_jobsets, r.JOBSETS, args.threads)
-        wait_all(watcher, args.jobs, args.timeout)
-        ref_total = max(watcher.seen.values()) - t0
-        watcher.stop()
-
-        # The controller.
-        metrics_port, health_port = free_port(), free_port()
-        cmd = [
-            sys.executable, "-c", "import sys; from trainjob.cli import main; sys.exit(main())",
-            "controller", "--kubeconfig", kubeconfig, "--no-leader-elect",
-            "--workers", str(args.workers), "--bind-host", "127.0.0.1",
-            "--metrics-port", str(metrics_port), "--health-port", str(health_port),
-            "--log-level", "WARNING",
-        ]  # fmt: skip
-        if not args.no_webhooks:
-            cmd += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
-        log = open(Path(tempfile.gettempdir()) / f"trainjob-bench-controller-{ns}.log", "wb")  # noqa: SIM115
-        ctl = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or ctl.poll() is not None:
-                    raise SystemExit(f"controller not ready; see {log.name}") from None
-                time.sleep(0.2)
-        idle = proc_stats(ctl.pid)
-        watcher = JobSetWatcher(kube, ns)
-        t0 = time.monotonic()
-        created = burst(
-            kube,
-            [trainjob(f"job-{i:04d}", ns) for i in range(args.jobs)],
-            r.TRAINJOBS,
-            args.threads,
-        )
-        create_total = max(created.values()) - t0
-        wait_all(watcher, args.jobs, args.timeout)
-        total = max(watcher.seen.values()) - t0
-        watcher.stop()
-        time.sleep(1)
-        stats = proc_stats(ctl.pid)
-        latencies = [watcher.seen[n] - created[n] for n in created]
-
-        print()
-        print(f"controller.py: {args.jobs} TrainJobs at once, {args.threads} client threads, "
-              f"controller --workers {args.workers}, webhooks {'off' if args.no_webhooks else 'on'}")  # fmt: skip
-        rows = [
-            ("creating the TrainJobs (client side)", f"{create_total:.2f} s"),
-            ("every JobSet exists", f"{total:.2f} s  ({args.jobs / total:.0f} TrainJobs/s)"),
-            ("per job, create -> JobSet: p50", f"{statistics.median(latencies) * 1000:.0f} ms"),
-            ("per job, create -> JobSet: p99", f"{percentile(latencies, 99) * 1000:.0f} ms"),
-            ("per job, create -> JobSet: max", f"{max(latencies) * 1000:.0f} ms"),
-            ("controller RSS idle / after / peak",
-             f"{idle['VmRSS']:.0f} / {stats['VmRSS']:.0f} / {stats['VmHWM']:.0f} MiB"),
-            ("controller CPU for the burst", f"{stats['cpu'] - idle['cpu']:.1f} s"),
-            ("reference: the JobSets created directly", f"{ref_total:.2f} s"),
-            ("controller total / reference", f"{total / ref_total:.2f}x"),
-        ]  # fmt: skip
-        width = max(len(k) for k, _ in rows)
-        for k, v in rows:
-            print(f"  {k:<{width}}  {v}")
-        print(json.dumps({
-            "jobs": args.jobs, "total_s": round(total, 3), "p50_ms": round(statistics.median(latencies) * 1000, 1),
-            "p99_ms": round(percentile(latencies, 99) * 1000, 1), "rss_peak_mib": round(stats["VmHWM"], 1),
-            "reference_s": round(ref_total, 3),
-        }))  # fmt: skip
+        print("floor: the JobSets created directly ...", flush=True)
+        ref = floor(kube, runtime_doc, names["floor"], args)
+        purge(kube, names["floor"])
+        runs = []
+        if args.upstream:
+            b = upstream_harness.build()
+            upstream_harness.swap_crds(kube, b.crds)
+            print("upstream's controller ...", flush=True)
+            runs.append(run_upstream(kube, kubeconfig, names["upstream"], args))
+            purge(kube, names["upstream"], names["upstream"] + "-warm")
+            upstream_harness.swap_crds(kube, sorted((REPO / "manifests" / "crds").glob("*.yaml")))
+        print("trainjob's controller ...", flush=True)
+        runs.append(run_trainjob(kube, kubeconfig, names["trainjob"], args))
+        report(args, ref, runs)
     finally:
-        if ctl is not None:
-            ctl.terminate()
-            try:
-                ctl.wait(20)
-            except subprocess.TimeoutExpired:
-                ctl.kill()
-        for n in (ns, ref_ns):
-            kube.delete(r.NAMESPACES, n, ignore_not_found=True)
+        if state is None:  # someone else's cluster: leave nothing behind
+            for n in names.values():
+                for suffix in ("", "-warm"):
+                    kube.delete(r.NAMESPACES, n + suffix, ignore_not_found=True)
         kube.close()
         if state is not None:
             stop_testenv(state)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from trainjob.trainers.llm import defaults  # noqa: E402
+from trainjob.trainers.llm import defaults
 
 if __name__ == "__main__":
     table = defaults.read_torchtune_configs(Path(sys.argv[1]) / "recipes" / "configs")

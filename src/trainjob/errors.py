@@ -4,6 +4,7 @@
     ├── InvalidError              user input is invalid; carries a list of FieldError
     ├── NotFoundError             a named object (runtime, job) does not exist
     ├── AlreadyExistsError        an object of that name exists already (a job, on submit)
+    ├── ForbiddenError            not allowed: a cluster's RBAC, or an admission webhook, refused
     ├── ConfigError               the environment is not set up (missing command, bad config)
     └── ErrorList                 several of the above at once (every problem in the input)
 
@@ -179,6 +180,10 @@ class NotFoundError(TrainJobError):
 
 class AlreadyExistsError(TrainJobError):
     """An object of that name exists already (``trainjobs.trainer.kubeflow.org "x" already exists``)."""
+
+
+class ForbiddenError(TrainJobError):
+    """The request is not allowed (a cluster's RBAC or an admission webhook refused it)."""
 
 
 class ConfigError(TrainJobError):

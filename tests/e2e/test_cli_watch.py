@@ -27,7 +27,7 @@ spec:
     name: torch-distributed
   trainer:
     numNodes: 2
-    command: [python, -c, "import time; time.sleep(3); print('done')"]
+    command: [python, -c, "import time; time.sleep(10); print('done')"]
 """
 
 

@@ -18,7 +18,8 @@ import pytest
 from tests.e2e import local_jobs as L
 
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
-from trainjob.local import JobFailedError, LocalExecutor, procs
+from trainjob.executor.model import JobFailedError
+from trainjob.local import LocalExecutor, procs
 from trainjob.local import home as homes
 
 pytestmark = pytest.mark.e2e
@@ -30,8 +31,8 @@ def ex(tmp_path: Path):
     executor = LocalExecutor(tmp_path / "home")
     executor.apply_runtime(L.runtime())
     yield executor
-    for tj in executor.list(None):
-        executor.delete(tj.metadata.name or "", tj.metadata.namespace or "default")
+    for s in executor.states(None, pods=False):
+        executor.delete(s.name, s.namespace)
 
 
 def _wait_for(pred, timeout: float = TIMEOUT, what: str = "condition"):  # type: ignore[no-untyped-def]
@@ -291,7 +292,7 @@ def test_bad_input_is_refused_before_anything_starts(ex: LocalExecutor, tmp_path
     job.spec.trainer.command = ["no-such-tool", "--flag"]  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="command 'no-such-tool' not found"):
         ex.submit(job)
-    assert ex.list() == []
+    assert ex.states(None) == []
     ex.submit(L.trainjob("x", "pass"), cwd=str(tmp_path))
     with pytest.raises(
         AlreadyExistsError, match=r'trainjobs\.trainer\.kubeflow\.org "x" already exists'
@@ -359,7 +360,7 @@ def test_a_full_disk_fails_the_job_with_a_reason_and_delete_frees_it(tiny_disk: 
     with pytest.raises(ConfigError, match=r"cannot write the job store .*disk is full"):
         ex.submit(L.trainjob("more", "pass"), cwd=str(tmp_path))
     ex.delete("fills")
-    assert ex.list() == []
+    assert ex.states(None) == []
     ex.submit(L.trainjob("more", "print('room again')"), cwd=str(tmp_path))
     assert ex.wait("more", timeout=TIMEOUT).phase == "Complete"
     assert list(ex.logs("more")) == ["room again"]

@@ -100,9 +100,13 @@ def test_two_node_custom_trainer_runs_torch_distributed(client):
     node1 = list(client.get_job_logs(name, step="node-1"))
     assert "rank 1/2 sum=3.0 epochs=2" in node1
     assert "PATH set=True MYENV=a b" in node1
-    for step, follow in (("node-2", False), ("dataset-initializer", True)):
-        with pytest.raises(ValueError, match=rf"has no step {step} \(steps: node-0, node-1\)"):
-            list(client.get_job_logs(name, step=step, follow=follow))
+    # the same words as on a cluster (tests/unit/client/test_kubernetes_backend.py)
+    with pytest.raises(ValueError, match=r"has no step node-2: it has 2 nodes \(node-0..node-1\)"):
+        list(client.get_job_logs(name, step="node-2"))
+    with pytest.raises(
+        ValueError, match=r"has no step dataset-initializer \(steps: node-0, node-1\)"
+    ):
+        list(client.get_job_logs(name, step="dataset-initializer", follow=True))
     assert [(j.name, j.status) for j in client.list_jobs()] == [(name, "Complete")]
     reasons = [e.reason for e in client.get_job_events(name)]
     assert "AllJobsCompleted" in reasons

@@ -29,7 +29,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,31 +175,6 @@ def plane(control_plane: ControlPlane, upstream: upstream_harness.Build) -> Iter
             shutil.rmtree(state, ignore_errors=True)
 
 
-def swap_crds(api: Api, files: list[Path]) -> None:
-    """Replace the trainer CRDs with those of ``files`` (PUT, so nothing of the old stays)."""
-    base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-    for f in files:
-        for doc in yaml.safe_load_all(f.read_text()):
-            if not doc:
-                continue
-            name = doc["metadata"]["name"]
-            status, current, _ = api.call("GET", f"{base}/{name}")
-            assert status == 200, (name, status, current)
-            doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            status, body, _ = api.call("PUT", f"{base}/{name}", doc)
-            assert status == 200, (name, status, body)
-    time.sleep(3)  # the apiserver swaps the served schema asynchronously
-
-
-def webhooks_effective(api: Api) -> bool:
-    """A dry-run TrainJob for a missing runtime is denied by a webhook (not just by nobody)."""
-    tj = corpus.placed(corpus.trainjob("nope", name="probe", kind="TrainingRuntime"), "default")
-    status, body, _ = api.call(
-        "POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs?dryRun=All", tj
-    )
-    return status == 403 and "denied the request" in str((body or {}).get("message"))
-
-
 def check_flux_curves(plane: Plane, upstream: upstream_harness.Build) -> list[str]:
     """Upstream's Flux CURVE certificates, byte for byte, are what trainjob derives from the same
     TrainJob uid (the differential table compares them with the keys normalised away)."""
@@ -292,10 +266,14 @@ def test_trainjob_does_what_upstream_does(
     kube = Client.from_config(str(plane.kubeconfig))
     try:
         # Phase 1: upstream.
-        swap_crds(api, upstream.crds)
+        upstream_harness.swap_crds(kube, upstream.crds)
         up = upstream_harness.start(upstream, plane.kubeconfig, kube)
         try:
-            wait_for(lambda: webhooks_effective(api), timeout=30, what="upstream's webhooks")
+            wait_for(
+                lambda: upstream_harness.webhooks_effective(kube),
+                timeout=30,
+                what="upstream's webhooks",
+            )
             installed_u = install(api, builtins)
             outcomes_u = Phase(api, cases, "u").run()
             assert up.alive(), f"upstream controller exited; log:\n{up.log()[-6000:]}"
@@ -304,10 +282,14 @@ def test_trainjob_does_what_upstream_does(
         delete_cluster_runtimes(api)
 
         # Phase 2: trainjob.
-        swap_crds(api, sorted((REPO / "manifests" / "crds").glob("*.yaml")))
+        upstream_harness.swap_crds(kube, sorted((REPO / "manifests" / "crds").glob("*.yaml")))
         ctl = start_controller(SimpleNamespace(kubeconfig=plane.kubeconfig))  # type: ignore[arg-type]
         try:
-            wait_for(lambda: webhooks_effective(api), timeout=30, what="trainjob's webhooks")
+            wait_for(
+                lambda: upstream_harness.webhooks_effective(kube),
+                timeout=30,
+                what="trainjob's webhooks",
+            )
             installed_t = install(api, builtins)
             outcomes_t = Phase(api, cases, "t").run()
             assert ctl.proc.poll() is None, f"trainjob controller exited; log:\n{ctl.log()[-6000:]}"

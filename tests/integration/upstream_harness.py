@@ -37,6 +37,7 @@ from trainjob.controller.http import free_port
 from trainjob.controller.webhooks import certs
 from trainjob.kube import Client
 from trainjob.kube import resources as r
+from trainjob.kube.errors import ApiError, Forbidden
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "hack" / "build-upstream-controller.sh"
@@ -327,3 +328,34 @@ def start(
         up.stop()
         raise
     return up
+
+
+def swap_crds(kube: Client, files: list[Path]) -> None:
+    """Replace the installed trainer CRDs with those of ``files`` (PUT, so nothing of the old
+    ones stays), then give the apiserver a moment to serve the new schemas."""
+    for f in files:
+        for doc in yaml.safe_load_all(f.read_text()):
+            if not doc:
+                continue
+            current = kube.get(r.CUSTOM_RESOURCE_DEFINITIONS, doc["metadata"]["name"])
+            doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            kube.replace(r.CUSTOM_RESOURCE_DEFINITIONS, doc)
+    time.sleep(3)  # the apiserver swaps the served schema asynchronously
+
+
+def webhooks_effective(kube: Client, namespace: str = "default") -> bool:
+    """A dry-run TrainJob for a missing runtime is denied by a webhook, so the apiserver calls
+    the webhooks just registered (registration reaches it a moment later)."""
+    probe = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "webhook-probe", "namespace": namespace},
+        "spec": {"runtimeRef": {"name": "webhook-probe-missing", "kind": "TrainingRuntime"}},
+    }
+    try:
+        kube.create(r.TRAINJOBS, probe, namespace, dry_run=True)
+    except Forbidden as e:
+        return "denied the request" in e.message
+    except ApiError:
+        return False
+    return False

@@ -83,9 +83,9 @@ def _run(case: Path, home: Path) -> tuple[int, str, str]:
             os.environ["TRAINJOB_HOME"] = old
     if (home / "trainjob.db").exists():
         ex = LocalExecutor(home)
-        stored = ex.list(None)
-        for tj in stored:  # stop what was wrongly started before failing
-            ex.delete(tj.metadata.name or "", tj.metadata.namespace or "default")
+        stored = ex.states(None, pods=False)
+        for s in stored:  # stop what was wrongly started before failing
+            ex.delete(s.name, s.namespace)
         assert stored == [], "run stored a job it should have refused"
     return code, out.getvalue(), err.getvalue()
 

@@ -130,4 +130,4 @@ def test_the_local_backend_refuses_a_job_whose_initializer_lacks_its_extra(
         ex.submit(tj, cwd=str(tmp_path))
     assert "STORAGE_URI 'hf://meta-llama/Llama-3.2-1B' needs huggingface_hub" in str(info.value)
     assert "pip install 'trainjob[initializers]'" in str(info.value)
-    assert ex.list() == []  # nothing stored, nothing started
+    assert ex.states() == []  # nothing stored, nothing started

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainjob.api.load import load_documents, parse
-from trainjob.cli.jobs import Output, _printed_as_objects
+from trainjob.cli.output import Output, printed_as_objects
 
 
 def test_yaml_output_keeps_number_like_strings_as_strings(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -20,7 +20,7 @@ def test_yaml_output_keeps_number_like_strings_as_strings(capsys) -> None:  # ty
             },
         }
     )
-    assert _printed_as_objects([tj], Output.yaml, lambda o: o.metadata.name)
+    assert printed_as_objects([tj], Output.yaml, lambda o: o.metadata.name)
     (doc,) = load_documents(capsys.readouterr().out)
     env = doc["spec"]["trainer"]["env"]
     assert env == [{"name": "LR", "value": "1e-4"}, {"name": "FLAG", "value": "y"}]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from trainjob.core import jobset
+
 GROUP = "trainer.kubeflow.org"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -47,10 +49,8 @@ CONTAINER_TRAINER_PORT = 29500
 MANAGED_BY_TRAINER = "trainer.kubeflow.org/trainjob-controller"
 MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
-# JobSet labels and pod annotations the plan relies on.
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-JOB_COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-JOB_COMPLETION_INDEX_FIELD = f"metadata.annotations['{JOB_COMPLETION_INDEX_ANNOTATION}']"
+# The pod annotation a node's rank is read from (JobSet/Job label keys: trainjob.core.jobset).
+JOB_COMPLETION_INDEX_FIELD = f"metadata.annotations['{jobset.LABEL_COMPLETION_INDEX}']"
 
 # Torch
 TORCH_ENV_NUM_NODES = "PET_NNODES"

@@ -72,19 +72,3 @@ def _patch(manager: str, template: dict[str, Any]) -> RuntimePatch:
     return RuntimePatch.model_validate(
         {"manager": manager, "trainingRuntimeSpec": {"template": template}}
     )
-
-
-def translate(spec: TrainJobSpec) -> TrainJobSpec:
-    """A copy of ``spec`` in the v2.3 shape: legacy fields moved into ``runtimePatches``."""
-    if not has_legacy_fields(spec):
-        return spec
-    patches = legacy_patches(spec) + list(spec.runtime_patches or [])
-    return spec.model_copy(
-        update={
-            "runtime_patches": patches,
-            "labels": None,
-            "annotations": None,
-            "pod_spec_overrides": None,
-            "pod_template_overrides": None,
-        }
-    )

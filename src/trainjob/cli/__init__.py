@@ -17,11 +17,6 @@ from typing import Annotated
 
 import typer
 
-try:  # typer >= 0.2x carries its own copy of click
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
-except ImportError:  # pragma: no cover - older typer on click
-    from click.exceptions import ClickException, NoArgsIsHelpError  # type: ignore[assignment]
-
 from trainjob import __version__, text
 from trainjob.api import constants as c
 from trainjob.errors import ErrorList, InvalidError, TrainJobError
@@ -86,14 +81,14 @@ def options(
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
-COMMAND_MODULES = ("plan", "jobs", "controller", "crds", "completion")
+COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion")
 
 COMMANDS = {
     "version": None,
     "plan": "plan",
     "run": "jobs",
-    "get": "jobs",
-    "describe": "jobs",
+    "get": "get",
+    "describe": "get",
     "logs": "jobs",
     "suspend": "jobs",
     "resume": "jobs",
@@ -181,10 +176,13 @@ def version() -> None:
     typer.echo(f"trainjob {__version__} ({c.API_VERSION})")
 
 
-def usage_error(err: ClickException) -> int:
+def usage_error(err: typer.TyperException) -> int:
     """A command-line mistake as kubectl prints one: ``error: unknown flag ...`` then where to
-    read the usage (a help screen when no arguments were given: it is printed already)."""
-    if isinstance(err, NoArgsIsHelpError):
+    read the usage (a help screen when no arguments were given: it is printed already).
+
+    ``typer.TyperException`` is the public base of the usage errors of the click typer carries;
+    the no-arguments one is told by its name, typer exporting no class for it."""
+    if type(err).__name__ == "NoArgsIsHelpError":
         return err.exit_code
     msg = err.format_message()
     sys.stderr.write(f"error: {msg[:1].lower()}{msg[1:]}\n")
@@ -206,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = app(args=argv, prog_name="trainjob", standalone_mode=False)
         return code if isinstance(code, int) and not isinstance(code, bool) else 0
-    except ClickException as e:
+    except typer.TyperException as e:
         return usage_error(e)
     except typer.Abort:
         print("error: aborted", file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from trainjob.api import constants as api
+from trainjob.core import jobset as js
 
 GROUP = api.GROUP
 VERSION = api.VERSION
@@ -48,11 +49,8 @@ NODE = api.JOB_NODE
 
 TRAINJOB_ANCESTOR_LABEL = api.LABEL_ANCESTOR
 RUNTIME_FRAMEWORK_LABEL = api.LABEL_FRAMEWORK
-JOBSET_NAME_LABEL = api.JOBSET_NAME_LABEL
-JOBSET_RJOB_NAME_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-JOB_INDEX_LABEL = api.JOB_COMPLETION_INDEX_ANNOTATION
 POD_LABEL_SELECTOR = (
-    f"{JOBSET_NAME_LABEL}={{trainjob_name}},{JOBSET_RJOB_NAME_LABEL} "
+    f"{js.LABEL_JOBSET_NAME}={{trainjob_name}},{js.LABEL_REPLICATED_JOB_NAME} "
     f"in ({DATASET_INITIALIZER}, {MODEL_INITIALIZER}, {LAUNCHER}, {NODE})"
 )
 

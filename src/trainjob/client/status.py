@@ -24,6 +24,7 @@ from typing import Any
 
 from trainjob.client import constants as c
 from trainjob.client import types
+from trainjob.core import times
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +148,6 @@ def failure_from_events(events: Iterable[types.Event]) -> str:
 
 
 def parse_time(value: str | None) -> datetime:
-    """An RFC 3339 timestamp (``2025-01-02T03:04:05Z``) as an aware datetime."""
-    if not value:
-        return datetime.fromtimestamp(0, UTC)
-    try:
-        out = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return datetime.fromtimestamp(0, UTC)
-    return out if out.tzinfo else out.replace(tzinfo=UTC)
+    """An RFC 3339 timestamp (``2025-01-02T03:04:05Z``) as an aware datetime; the epoch when
+    absent or unparsable (the SDK's types need a datetime)."""
+    return times.parse_datetime(value) or datetime.fromtimestamp(0, UTC)

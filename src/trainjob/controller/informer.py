@@ -8,7 +8,7 @@ apiserver does not serve (an optional CRD such as PodGroup) is reported once and
 the informer still counts as synced, with an empty cache.
 
 ``metadata_only`` informers keep ``PartialObjectMetadata`` (name, labels, ownerReferences) and never
-hold Secret data in memory. Handlers run on the informer thread and must be quick (they enqueue
+hold Secret data in memory; a ``transform`` (:mod:`trainjob.controller.cache`) trims what is kept. Handlers run on the informer thread and must be quick (they enqueue
 keys). Used by ``trainjob.controller.manager``; reconcile reads the caches through ``get``.
 """
 
@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Handler = Callable[[str, Obj, Obj | None], None]
 """``handler(event_type, obj, old)``: ADDED/MODIFIED/DELETED, the object, the cached previous one."""
+Transform = Callable[[Obj], Obj | None]
+"""What the cache keeps of an object (client-go's ``SetTransform``); None keeps nothing of it."""
 
 MISSING_RETRY_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 30.0
@@ -56,6 +58,7 @@ class Informer:
         label_selector: str | None = None,
         page_size: int = 500,
         watch_timeout: int = 300,
+        transform: Transform | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -64,6 +67,7 @@ class Informer:
         self.label_selector = label_selector
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.transform = transform
         self.synced = threading.Event()
         self.missing = False
         self.resource_version = ""
@@ -101,6 +105,11 @@ class Informer:
         """
         key = self.resource.key(obj)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if self.transform is not None:
+            kept = self.transform(obj)
+            if kept is None:
+                return
+            obj = kept
         with self._lock:
             cur = self._store.get(key)
             seen = self.resource_version if cur is None else _rv(cur)
@@ -166,7 +175,11 @@ class Informer:
             label_selector=self.label_selector,
             metadata_only=self.metadata_only,
         )
-        fresh = {self.resource.key(o): o for o in items}
+        fresh: dict[str, Obj] = {}
+        for item in items:
+            kept = item if self.transform is None else self.transform(item)
+            if kept is not None:
+                fresh[self.resource.key(kept)] = kept
         with self._lock:
             old = self._store
             self._store = fresh
@@ -200,16 +213,24 @@ class Informer:
                 self.resource_version = rv or self.resource_version
                 continue
             key = self.resource.key(event.object)
+            kept = event.object if self.transform is None else self.transform(event.object)
+            if event.type == DELETED:
+                kept = None
             with self._lock:
                 prev = self._store.get(key)
-                if event.type == DELETED:
+                if kept is None:  # a delete, or an object the transform no longer keeps
                     self._store.pop(key, None)
                 else:
-                    self._store[key] = event.object
+                    self._store[key] = kept
                 if rv:
                     self.resource_version = rv
-            if event.type in (ADDED, MODIFIED, DELETED):
-                self._dispatch(event.type, event.object, prev)
+            if kept is not None:
+                if event.type in (ADDED, MODIFIED):
+                    self._dispatch(event.type, kept, prev)
+            elif event.type == DELETED:
+                self._dispatch(DELETED, prev or event.object, prev)
+            elif prev is not None:
+                self._dispatch(DELETED, prev, prev)
 
     def _dispatch(self, etype: str, obj: Obj, old: Obj | None) -> None:
         for handler in self._handlers:

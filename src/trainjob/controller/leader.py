@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from trainjob.core import times
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError, Conflict, NotFound
-from trainjob.kube.events import micro_time
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class LeaderElector:
         return False
 
     def try_acquire_or_renew(self) -> bool:
-        now = micro_time()
+        now = times.micro()
         try:
             lease = self.client.get(r.LEASES, self.name, self.namespace)
         except NotFound:
@@ -168,8 +168,8 @@ class LeaderElector:
             spec.update(
                 holderIdentity="",
                 leaseDurationSeconds=1,
-                renewTime=micro_time(),
-                acquireTime=micro_time(),
+                renewTime=times.micro(),
+                acquireTime=times.micro(),
             )
             lease["spec"] = spec
             self.client.replace(r.LEASES, lease)

@@ -6,8 +6,9 @@
   webhooks (when configured), so a standby replica still answers admission requests, and the
   informers of TrainingRuntimes and ClusterTrainingRuntimes (whole objects: few and small), which
   reconciles and webhooks read before asking the apiserver;
-* once leading (or at once with ``leader_elect=False``): informers for TrainJobs and JobSets (full
-  objects) and, metadata only, the ConfigMaps, Secrets and PodGroups TrainJobs own; then
+* once leading (or at once with ``leader_elect=False``): informers for TrainJobs and for each kind
+  a Plan can hold, whole or metadata only as its plugin declares (:mod:`trainjob.runtime.kinds`:
+  JobSets whole; ConfigMaps, Secrets and PodGroups metadata only); then
   ``workers`` threads that take keys from the queue and reconcile them. Secrets are listed and
   watched as ``PartialObjectMetadata`` only: the controller never receives a Secret's data, and a
   deleted MPI Secret brings its TrainJob back to the queue, which creates it again.
@@ -29,9 +30,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainjob.api import conditions as tc
 from trainjob.api import constants as c
-from trainjob.controller import conditions as cond
-from trainjob.controller import http
+from trainjob.controller import cache, http
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
 from trainjob.controller.leader import LeaderElector
@@ -39,10 +40,12 @@ from trainjob.controller.metrics import CONTROLLER, Metrics
 from trainjob.controller.queue import RateLimiter, WorkQueue
 from trainjob.controller.reconcile import Caches, Reconciler
 from trainjob.controller.webhooks import serving
+from trainjob.core import conditions as cond
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError
 from trainjob.kube.events import EventRecorder
+from trainjob.runtime import kinds
 
 log = logging.getLogger(__name__)
 
@@ -78,30 +81,35 @@ class Manager:
         self.metrics = Metrics()
         self.queue = WorkQueue(RateLimiter(options.backoff_base, options.backoff_cap))
         ns = options.namespace
-        self.trainjobs = Informer(client, r.TRAINJOBS, namespace=ns)
-        self.jobsets = Informer(client, r.JOBSETS, namespace=ns)
-        owned_meta = [
-            Informer(client, res, namespace=ns, metadata_only=True)
-            for res in (r.CONFIGMAPS, r.SECRETS, r.COSCHEDULING_PODGROUPS, r.VOLCANO_PODGROUPS)
-        ]
-        self.configmaps, self.secrets, cosched, volcano = owned_meta
+        # What each cache keeps: trainjob.controller.cache (no managedFields; of a JobSet only
+        # what reconcile reads, and nothing of JobSets no TrainJob controls).
+        slim = cache.without_managed_fields
+        self.trainjobs = Informer(client, r.TRAINJOBS, namespace=ns, transform=slim)
+        # One informer per kind a Plan can hold, as its plugin declares it (runtime/kinds.py).
+        owned = {
+            key: Informer(
+                client,
+                kind.resource,
+                namespace=ns,
+                metadata_only=kind.watch is kinds.Watch.METADATA,
+                transform=cache.jobset_view if kind is kinds.JOBSET else slim,
+            )
+            for key, kind in kinds.registry().items()
+        }
         # Runtimes are few and small: cached whole, so a first build needs no GET.
         self.runtime_informers = [
-            Informer(client, r.TRAINING_RUNTIMES, namespace=ns),
-            Informer(client, r.CLUSTER_TRAINING_RUNTIMES),
+            Informer(client, r.TRAINING_RUNTIMES, namespace=ns, transform=slim),
+            Informer(client, r.CLUSTER_TRAINING_RUNTIMES, transform=slim),
         ]
-        self.informers = [self.trainjobs, self.jobsets, *owned_meta]
+        self.informers = [self.trainjobs, *owned.values()]
         self.caches = Caches(
             trainjobs=self.trainjobs,
-            jobsets=self.jobsets,
-            configmaps=self.configmaps,
-            secrets=self.secrets,
-            podgroups={
-                r.COSCHEDULING_PODGROUPS.api_version: cosched,
-                r.VOLCANO_PODGROUPS.api_version: volcano,
-            },
+            owned=owned,
             runtimes={i.resource.plural: i for i in self.runtime_informers},
         )
+        self.jobsets = self.caches.jobsets
+        self.configmaps = self.caches.configmaps
+        self.secrets = self.caches.secrets
         self.recorder = EventRecorder(client, c.CONTROLLER_NAME, options.identity)
         self.reconciler = Reconciler(client, self.caches, self.recorder)
         self.webhooks = (
@@ -133,12 +141,7 @@ class Manager:
     # -- event handlers ----------------------------------------------------------------------------
     def _wire(self) -> None:
         self.trainjobs.add_handler(lambda _t, obj, _old: self.queue.add(r.TRAINJOBS.key(obj)))
-        for informer in (
-            self.jobsets,
-            self.configmaps,
-            self.secrets,
-            *self.caches.podgroups.values(),
-        ):
+        for informer in self.caches.owned.values():
             informer.add_handler(self._enqueue_owner)
         for informer in self.runtime_informers:
             informer.add_handler(self._enqueue_waiting)
@@ -163,7 +166,7 @@ class Manager:
         kind = c.TRAINING_RUNTIME_KIND if meta.get("namespace") else c.CLUSTER_TRAINING_RUNTIME_KIND
         for tj in self.trainjobs.list():
             conditions = (tj.get("status") or {}).get("conditions") or []
-            if not cond.is_true(conditions, cond.CONDITION_RUNTIME_NOT_FOUND):
+            if not cond.is_true(conditions, tc.CONDITION_RUNTIME_NOT_FOUND):
                 continue
             ref = (tj.get("spec") or {}).get("runtimeRef") or {}
             tj_meta = tj.get("metadata") or {}

@@ -2,7 +2,8 @@
 
 :data:`CLUSTER_RULES` (a ClusterRole) and :data:`NAMESPACE_RULES` (a Role in the controller's own
 namespace: its Lease and its webhook certificate Secret) list each resource with the verbs the code
-uses, and why. The kustomize base and the Helm chart carry exactly these rules
+uses, and why; the rules on the kinds a Plan holds come from their plugins' declarations
+(:mod:`trainjob.runtime.kinds`), so a plugin with a new kind brings its permissions. The kustomize base and the Helm chart carry exactly these rules
 (``tests/unit/deploy/test_manifests.py`` compares them); ``tests/integration/test_rbac.py`` runs the
 controller as its ServiceAccount, bound to them, through a whole TrainJob life cycle.
 
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 
 from trainjob.controller.webhooks import serving
+from trainjob.runtime import kinds
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,30 @@ class Rule:
         return out
 
 
+VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete")
+OWN_VERBS = {("", "configmaps"): ("get", "create")}
+"""What the controller does to a Plan kind beyond its plugin's needs: the runtime snapshot
+ConfigMap is its own (created once, read back)."""
+
+
+def plan_rules() -> tuple[Rule, ...]:
+    """One rule per kind a Plan can hold, with the verbs its plugin declares
+    (:mod:`trainjob.runtime.kinds`); kinds of one plural and the same verbs share a rule."""
+    merged: dict[tuple[str, tuple[str, ...]], tuple[list[str], list[str]]] = {}
+    for kind in kinds.registry().values():
+        res = kind.resource
+        wanted = set(kind.verbs) | set(OWN_VERBS.get((res.group, res.plural), ()))
+        verbs = tuple(v for v in VERB_ORDER if v in wanted)
+        groups, whys = merged.setdefault((res.plural, verbs), ([], []))
+        groups.append(res.group)
+        if kind.why not in whys:
+            whys.append(kind.why)
+    return tuple(
+        Rule(tuple(groups), (plural,), verbs, "; ".join(whys))
+        for (plural, verbs), (groups, whys) in merged.items()
+    )
+
+
 CLUSTER_RULES = (
     Rule(("trainer.kubeflow.org",), ("trainjobs",), ("list", "watch"), "informer"),
     Rule(("trainer.kubeflow.org",), ("trainjobs/status",), ("patch",), "one status write"),
@@ -50,30 +76,7 @@ CLUSTER_RULES = (
         ("get", "list", "watch"),
         "informers; GET on a cache miss (reconcile, webhook)",
     ),
-    Rule(
-        ("jobset.x-k8s.io",),
-        ("jobsets",),
-        ("get", "list", "watch", "create", "patch", "delete"),
-        "informer; server-side apply; delete past activeDeadlineSeconds; webhook reads status",
-    ),
-    Rule(
-        ("",),
-        ("configmaps",),
-        ("get", "list", "watch", "create", "patch"),
-        "runtime snapshot (create, get); MPI hostfile (apply); metadata informer",
-    ),
-    Rule(
-        ("",),
-        ("secrets",),
-        ("list", "watch", "create"),
-        "MPI SSH Secret (created); metadata-only informer (PartialObjectMetadata: data never asked)",
-    ),
-    Rule(
-        ("scheduling.x-k8s.io", "scheduling.volcano.sh"),
-        ("podgroups",),
-        ("list", "watch", "create", "patch"),
-        "PodGroup apply; metadata informers",
-    ),
+    *plan_rules(),
     Rule(
         ("scheduling.k8s.io",),
         ("priorityclasses",),

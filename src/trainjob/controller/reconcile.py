@@ -10,12 +10,14 @@ upstream's order (``pkg/controller/trainjob_controller.go``):
    (``trainjob.runtime.compile``) and server-side apply it (field manager ``trainjob``). A running,
    unsuspended JobSet is left alone; the MPI Secret is only created, when the metadata-only Secret
    informer does not hold it (``AlreadyExists`` keeps the first key: the controller never reads a
-   Secret's data); a PodGroup is not re-applied once it exists unless the TrainJob is suspended. A missing runtime sets
+   Secret's data); a PodGroup is not re-applied once it exists unless the TrainJob is suspended
+   (each kind's rule is its plugin's: :mod:`trainjob.runtime.kinds`). A missing runtime sets
    ``RuntimeNotFound=True`` and is retried with backoff; any failure becomes the Warning event
    ``TrainJobResourcesCreationFailed`` (upstream's message) and a retry with backoff;
 4. ``Suspended`` condition from ``spec.suspend``;
-5. ``Complete``/``Failed`` and ``jobsStatus`` from the JobSet;
-6. ``activeDeadlineSeconds``: past it -> ``Failed=True/DeadlineExceeded`` and the JobSet deleted;
+5. ``Complete``/``Failed`` and ``jobsStatus`` from the JobSet (the status plugin's reading);
+6. ``activeDeadlineSeconds``: past it -> ``Failed=True/DeadlineExceeded`` and the JobSet deleted
+   (the plugins' terminal cleanup);
    otherwise a requeue when it runs out;
 7. one merge patch of ``status`` when it changed; then the events.
 
@@ -34,19 +36,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainjob import keys
+from trainjob.api import conditions as tc
 from trainjob.api import constants as c
 from trainjob.api.load import parse
 from trainjob.api.trainer import Runtime, TrainJob
-from trainjob.controller import conditions as cond
 from trainjob.controller import runtimes
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
+from trainjob.core import conditions as cond
 from trainjob.errors import TrainJobError
 from trainjob.kube import events as kevents
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import AlreadyExists, ApiError, NotFound
-from trainjob.runtime.compiler import CompileOptions, compile
+from trainjob.runtime import kinds
+from trainjob.runtime.compiler import CompileOptions, compile, framework
+from trainjob.runtime.plugins.jobset import owned_by
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +70,25 @@ class Result:
 
 @dataclass
 class Caches:
-    """The informers reconcile reads from (PodGroup informers keyed by apiVersion)."""
+    """The informers reconcile reads from: TrainJobs, one per kind a Plan can hold (by
+    (apiVersion, kind), :mod:`trainjob.runtime.kinds`; Secrets metadata only, never their data)
+    and the runtimes (by plural)."""
 
     trainjobs: Informer
-    jobsets: Informer
-    configmaps: Informer
-    secrets: Informer | None = None  # metadata only (PartialObjectMetadata): never Secret data
-    podgroups: dict[str, Informer] = field(default_factory=dict)
-    runtimes: dict[str, Informer] = field(default_factory=dict)  # by plural
+    owned: dict[tuple[str, str], Informer]
+    runtimes: dict[str, Informer] = field(default_factory=dict)
+
+    @property
+    def jobsets(self) -> Informer:
+        return self.owned[kinds.JOBSET.key]
+
+    @property
+    def configmaps(self) -> Informer:
+        return self.owned[kinds.CONFIGMAP.key]
+
+    @property
+    def secrets(self) -> Informer | None:
+        return self.owned.get(kinds.SECRET.key)
 
 
 @dataclass(frozen=True)
@@ -132,10 +148,10 @@ class Reconciler:
                 c.REASON_RUNTIME_NOT_SUPPORTED,
                 f"unsupported runtime: {gk}",
             )
-        elif not cond.is_finished(conditions):
+        elif not tc.is_finished(conditions):
             failure = self.reconcile_objects(key, tj, conditions, pending)
 
-        st.set_suspended(conditions, bool(spec.get("suspend")))
+        tc.set_suspended(conditions, bool(spec.get("suspend")))
         jobs = self.jobs_status(key, tj, conditions)
         requeue_after = self.check_deadline(key, tj, conditions)
         self.write_status(key, tj, before, conditions, old_status.get("jobsStatus"), jobs)
@@ -155,7 +171,7 @@ class Reconciler:
         if jobset is not None and not suspend and not _suspended(jobset):
             # Upstream JobSet plugin: a running JobSet gets no updates (nor do its siblings,
             # whose inputs are immutable while the TrainJob runs).
-            cond.remove(conditions, cond.CONDITION_RUNTIME_NOT_FOUND)
+            cond.remove(conditions, tc.CONDITION_RUNTIME_NOT_FOUND)
             return ""
         try:
             runtime = self.resolve_runtime(tj)
@@ -166,15 +182,15 @@ class Reconciler:
         except runtimes.RuntimeNotFoundError as e:
             cond.set_condition(
                 conditions,
-                cond.CONDITION_RUNTIME_NOT_FOUND,
+                tc.CONDITION_RUNTIME_NOT_FOUND,
                 cond.TRUE,
-                cond.REASON_RUNTIME_NOT_FOUND,
+                tc.REASON_RUNTIME_NOT_FOUND,
                 str(e),
             )
             return self._failed(key, e, pending)
         except TrainJobError as e:
             return self._failed(key, e, pending)
-        cond.remove(conditions, cond.CONDITION_RUNTIME_NOT_FOUND)
+        cond.remove(conditions, tc.CONDITION_RUNTIME_NOT_FOUND)
         return ""
 
     def _failed(self, key: str, err: BaseException, pending: list[PendingEvent]) -> str:
@@ -232,42 +248,54 @@ class Reconciler:
         meta = tj["metadata"]
         key = f"{meta['namespace']}/{meta['name']}{c.MPI_SSH_AUTH_SECRET_SUFFIX}"
         secret = self.caches.secrets.get(key)
-        return secret is not None and _owned_by(secret, tj)
+        return secret is not None and owned_by(secret, tj)
 
     def apply_plan(
         self, key: str, objects: tuple[Obj, ...], suspend: bool, jobset: Obj | None
     ) -> None:
+        """Apply each object as its kind says (:class:`trainjob.runtime.kinds.Apply`)."""
         for obj in objects:
-            kind = obj.get("kind")
-            okey = r.CONFIGMAPS.key(obj)
-            if kind == "JobSet":
-                if jobset is not None and not suspend and not _suspended(jobset):
-                    continue
-                self.caches.jobsets.update_if_newer(self.client.apply(obj))
-            elif kind == c.POD_GROUP_KIND:
-                informer = self.caches.podgroups.get(str(obj.get("apiVersion")))
-                if informer is not None and informer.get(okey) is not None and not suspend:
-                    continue
-                self.client.apply(obj)
-            elif kind == "Secret":
+            try:
+                kind = kinds.of(obj)
+            except KeyError:
+                raise TrainJobError(
+                    f"no runtime plugin declares {obj.get('apiVersion')}, Kind={obj.get('kind')}"
+                ) from None
+            informer = self.caches.owned.get(kind.key)
+            current = informer.get(kind.resource.key(obj)) if informer is not None else None
+            if kind.apply is kinds.Apply.CREATE_ONCE:
                 # Created when absent (also again after a delete: the watch brings the TrainJob
-                # back); an existing one is kept. Compiled without a key pair (the cache holds
-                # it), it has no data and is not sent.
-                if not obj.get("data"):
+                # back); an existing one is kept. Compiled without generated data (the cache
+                # holds the object), it is not sent.
+                if current is not None or not obj.get("data"):
                     continue
                 with contextlib.suppress(AlreadyExists):
-                    self.client.create(r.SECRETS, obj)
-            else:
-                self.client.apply(obj)
+                    self.client.create(kind.resource, obj)
+                continue
+            # Upstream's JobSet plugin: a running object gets no updates (its inputs are
+            # immutable while the TrainJob runs); it is applied again while suspended.
+            if (
+                kind.apply is kinds.Apply.WHILE_SUSPENDED
+                and current is not None
+                and not suspend
+                and not _suspended(current)
+            ):
+                continue
+            applied = self.client.apply(obj, resource=kind.resource)
+            if informer is not None and kind.watch is kinds.Watch.FULL:
+                informer.update_if_newer(applied)
         log.debug("%s: applied %d objects", key, len(objects))
 
     # -- step 5: status from the JobSet -----------------------------------------------------------
     def jobs_status(self, key: str, tj: Obj, conditions: list[Obj]) -> list[Obj] | None:
-        """The new ``jobsStatus`` (None: leave as is) after copying terminal JobSet conditions."""
-        jobset = self.caches.jobsets.get(key)
-        if jobset is None or not _owned_by(jobset, tj):
-            return None
-        return st.apply_jobset_status(conditions, jobset)
+        """The new ``jobsStatus`` (None: leave as is), after the status plugin (the JobSet's)
+        read the TrainJob's objects into ``conditions``."""
+        owned: dict[tuple[str, str], Obj] = {}
+        for kind_key, informer in self.caches.owned.items():
+            obj = informer.get(key)
+            if obj is not None:
+                owned[kind_key] = obj
+        return framework().trainjob_status(tj, owned, conditions)
 
     # -- step 6: active deadline ------------------------------------------------------------------
     def check_deadline(self, key: str, tj: Obj, conditions: list[Obj]) -> float | None:
@@ -285,10 +313,13 @@ class Reconciler:
             c.MESSAGE_DEADLINE_EXCEEDED,
         )
         meta = tj["metadata"]
-        try:
-            self.client.delete(r.JOBSETS, meta["name"], meta["namespace"], ignore_not_found=True)
-        except ApiError as e:
-            log.warning("deleting the JobSet of %s after its deadline: %s", key, e)
+        for kind, name in framework().terminal_cleanup(tj):
+            try:
+                self.client.delete(kind.resource, name, meta["namespace"], ignore_not_found=True)
+            except ApiError as e:
+                log.warning(
+                    "deleting the %s of %s after its deadline: %s", kind.resource.kind, key, e
+                )
         return None
 
     # -- step 7: one status write -----------------------------------------------------------------
@@ -319,11 +350,3 @@ class Reconciler:
 
 def _suspended(jobset: Obj) -> bool:
     return bool((jobset.get("spec") or {}).get("suspend"))
-
-
-def _owned_by(obj: Obj, owner: Obj) -> bool:
-    uid = (owner.get("metadata") or {}).get("uid")
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") and ref.get("uid") == uid:
-            return True
-    return False

@@ -11,6 +11,8 @@ Used by ``trainjob.controller.reconcile`` and the TrainJob admission webhook.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import yaml
@@ -74,15 +76,42 @@ def owner_reference(trainjob: Obj) -> Obj:
     }
 
 
-def snapshot_configmap(trainjob: Obj, runtime: Obj) -> Obj:
-    """The snapshot ConfigMap (an apply configuration) holding ``runtime`` as YAML."""
+def snapshot_yaml(runtime: Obj) -> str:
+    """The runtime as the snapshot stores it (YAML), made once per runtime version: every
+    TrainJob of a runtime stores the same text, and dumping YAML is the costliest step of a
+    TrainJob's first reconcile."""
     meta = runtime.get("metadata") or {}
+    key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    if all(key):
+        with _SNAPSHOT_LOCK:
+            text = _SNAPSHOTS.get(key)
+            if text is not None:
+                _SNAPSHOTS.move_to_end(key)
+                return text
     clean: Obj = {
         "apiVersion": runtime.get("apiVersion", c.API_VERSION),
         "kind": runtime.get("kind"),
         "metadata": {k: meta[k] for k in _METADATA_KEYS if meta.get(k) is not None},
         "spec": runtime.get("spec") or {},
     }
+    text = yaml.dump(clean, Dumper=_Dumper, sort_keys=True)
+    if all(key):
+        with _SNAPSHOT_LOCK:
+            _SNAPSHOTS[key] = text
+            while len(_SNAPSHOTS) > _SNAPSHOT_CACHE_SIZE:
+                _SNAPSHOTS.popitem(last=False)
+    return text
+
+
+_SNAPSHOTS: OrderedDict[tuple[str, str], str] = OrderedDict()
+_SNAPSHOT_LOCK = threading.Lock()
+_SNAPSHOT_CACHE_SIZE = 64
+# libyaml's emitter when PyYAML has it (same text as the pure-Python one, ten times faster).
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def snapshot_configmap(trainjob: Obj, runtime: Obj) -> Obj:
+    """The snapshot ConfigMap (an apply configuration) holding ``runtime`` as YAML."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -91,7 +120,7 @@ def snapshot_configmap(trainjob: Obj, runtime: Obj) -> Obj:
             "namespace": trainjob["metadata"]["namespace"],
             "ownerReferences": [owner_reference(trainjob)],
         },
-        "data": {c.RUNTIME_SNAPSHOT_KEY: yaml.safe_dump(clean, sort_keys=True)},
+        "data": {c.RUNTIME_SNAPSHOT_KEY: snapshot_yaml(runtime)},
     }
 
 

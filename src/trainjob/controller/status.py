@@ -1,10 +1,7 @@
 """TrainJob status from its JobSet, suspension, and the active deadline (pure functions).
 
-* :func:`set_suspended`: ``Suspended=True/Suspended`` while ``spec.suspend``; ``Suspended=False/
-  Resumed`` once it was True and is no longer (upstream ``setSuspendedCondition``).
-* :func:`apply_jobset_status`: a JobSet ``Completed=True`` becomes TrainJob ``Complete``, ``Failed=True``
-  becomes ``Failed`` (same status, reason, message and time), and ``jobsStatus`` is copied from
-  ``replicatedJobsStatus`` (upstream JobSet plugin ``Status``).
+(The TrainJob's status from its JobSet is the JobSet plugin's ``status`` extension point:
+:mod:`trainjob.runtime.plugins.jobset`.)
 * :func:`deadline`: for ``activeDeadlineSeconds``, seconds left or None when it does not apply;
   the clock starts at creation or at the last resume.
 * :func:`state`: one word for a TrainJob (metrics and logs): Complete, Failed, Suspended, Running,
@@ -15,94 +12,27 @@ Used by ``trainjob.controller.reconcile`` and ``trainjob.controller.metrics``.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
+from trainjob.api import conditions as tc
 from trainjob.api import constants as c
-from trainjob.controller import conditions as cond
-from trainjob.controller.conditions import Condition
+from trainjob.core import conditions as cond
+from trainjob.core import times
+from trainjob.core.conditions import Condition
 
 Obj = dict[str, Any]
-
-JOBSET_COMPLETED = "Completed"
-JOBSET_FAILED = "Failed"
-JOB_STATUS_FIELDS = ("ready", "succeeded", "failed", "active", "suspended")
-
-
-def parse_time(value: str | None) -> float | None:
-    """An RFC 3339 timestamp (``metav1.Time``) as POSIX seconds; None when absent or unparsable."""
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def set_suspended(conditions: list[Condition], suspend: bool, now: str | None = None) -> bool:
-    if suspend:
-        return cond.set_condition(
-            conditions,
-            c.CONDITION_SUSPENDED,
-            cond.TRUE,
-            c.REASON_SUSPENDED,
-            c.MESSAGE_SUSPENDED,
-            now=now,
-        )
-    if cond.is_true(conditions, c.CONDITION_SUSPENDED):
-        return cond.set_condition(
-            conditions,
-            c.CONDITION_SUSPENDED,
-            cond.FALSE,
-            c.REASON_RESUMED,
-            c.MESSAGE_RESUMED,
-            now=now,
-        )
-    return False
-
-
-def jobs_status(jobset: Obj) -> list[Obj]:
-    """``status.jobsStatus`` of the TrainJob: one entry per replicated job, counts as integers."""
-    out: list[Obj] = []
-    for rj in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
-        entry: Obj = {"name": rj.get("name", "")}
-        for f in JOB_STATUS_FIELDS:
-            entry[f] = int(rj.get(f) or 0)
-        out.append(entry)
-    return out
-
-
-def apply_jobset_status(conditions: list[Condition], jobset: Obj) -> list[Obj]:
-    """Copy the JobSet's terminal conditions into ``conditions``; return the new jobsStatus."""
-    js_conditions = (jobset.get("status") or {}).get("conditions") or []
-    for js_type, tj_type in (
-        (JOBSET_COMPLETED, c.CONDITION_COMPLETE),
-        (JOBSET_FAILED, c.CONDITION_FAILED),
-    ):
-        js_cond = cond.find(js_conditions, js_type)
-        if js_cond is None or js_cond.get("status") != cond.TRUE:
-            continue
-        cond.set_condition(
-            conditions,
-            tj_type,
-            cond.TRUE,
-            str(js_cond.get("reason") or ""),
-            str(js_cond.get("message") or ""),
-            last_transition_time=js_cond.get("lastTransitionTime"),
-        )
-    return jobs_status(jobset)
 
 
 def deadline(trainjob: Obj, conditions: list[Condition], now: float) -> float | None:
     """Seconds until ``activeDeadlineSeconds`` runs out (<= 0: exceeded); None if not applicable."""
     spec = trainjob.get("spec") or {}
     seconds = spec.get("activeDeadlineSeconds")
-    if not seconds or cond.is_finished(conditions) or spec.get("suspend"):
+    if not seconds or tc.is_finished(conditions) or spec.get("suspend"):
         return None
-    start = parse_time((trainjob.get("metadata") or {}).get("creationTimestamp"))
+    start = times.parse((trainjob.get("metadata") or {}).get("creationTimestamp"))
     suspended = cond.find(conditions, c.CONDITION_SUSPENDED)
     if suspended is not None and suspended.get("status") == cond.FALSE:
-        start = parse_time(suspended.get("lastTransitionTime"))
+        start = times.parse(suspended.get("lastTransitionTime"))
     if start is None:
         return None
     return start + float(seconds) - now
@@ -116,6 +46,6 @@ def state(trainjob: Obj, has_jobset: bool) -> str:
         return "Failed"
     if (trainjob.get("spec") or {}).get("suspend"):
         return "Suspended"
-    if cond.is_true(conditions, cond.CONDITION_RUNTIME_NOT_FOUND):
+    if cond.is_true(conditions, tc.CONDITION_RUNTIME_NOT_FOUND):
         return "RuntimeNotFound"
     return "Running" if has_jobset else "Pending"

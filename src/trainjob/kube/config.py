@@ -18,7 +18,6 @@ kubernetes backend.
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from trainjob.core import times
 from trainjob.errors import ConfigError
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -335,12 +335,7 @@ def run_exec_plugin(spec: dict[str, Any], where: str, user: Any = None) -> dict[
 def _expiry(status: dict[str, Any]) -> float | None:
     """``expirationTimestamp`` of an ExecCredential status, as epoch seconds (None: never)."""
     value = status.get("expirationTimestamp")
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(str(value)).timestamp()
-    except ValueError:
-        return None
+    return times.parse(str(value)) if value else None
 
 
 def _read(p: Path) -> dict[str, Any]:

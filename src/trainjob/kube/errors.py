@@ -4,7 +4,7 @@
     └── ApiError                  the apiserver refused a request, or could not be reached
         ├── BadRequest            400 (a malformed request; a bug on our side)
         ├── Unauthorized          401 (credentials missing or expired)
-        ├── Forbidden             403 (RBAC, or an admission webhook denied the request)
+        ├── Forbidden             403 (RBAC, or an admission webhook denied the request; also a trainjob.errors.ForbiddenError)
         ├── NotFound              404 (also a trainjob.errors.NotFoundError)
         ├── AlreadyExists         409 reason AlreadyExists (also a trainjob.errors.AlreadyExistsError)
         ├── Conflict              409 (optimistic concurrency: re-read and retry)
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainjob.errors import AlreadyExistsError, NotFoundError, TrainJobError
+from trainjob.errors import AlreadyExistsError, ForbiddenError, NotFoundError, TrainJobError
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Unauthorized(ApiError):
     """401: the credentials are missing, wrong or expired."""
 
 
-class Forbidden(ApiError):
+class Forbidden(ApiError, ForbiddenError):
     """403: RBAC does not allow it, or an admission webhook denied the request."""
 
 

@@ -18,9 +18,9 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from datetime import UTC, datetime
 from typing import Any
 
+from trainjob.core import times
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError, NotFound
@@ -31,20 +31,6 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 Obj = dict[str, Any]
-
-
-def micro_time(t: float | None = None) -> str:
-    """``metav1.MicroTime``: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(t if t is not None else time.time(), UTC).strftime(
-        "%Y-%m-%dT%H:%M:%S.%fZ"
-    )
-
-
-def rfc3339(t: float | None = None) -> str:
-    """``metav1.Time``: RFC 3339 to the second, UTC."""
-    return datetime.fromtimestamp(t if t is not None else time.time(), UTC).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
 
 
 class EventRecorder:
@@ -131,7 +117,7 @@ class EventRecorder:
                 "apiVersion": "events.k8s.io/v1",
                 "kind": "Event",
                 "metadata": {"name": name, "namespace": namespace},
-                "eventTime": micro_time(now),
+                "eventTime": times.micro(now),
                 "reportingController": self.controller,
                 "reportingInstance": self.instance,
                 "action": action,
@@ -148,7 +134,7 @@ class EventRecorder:
                 if self._events_v1:
                     raise
                 self._events_v1 = False
-        stamp = rfc3339(now)
+        stamp = times.format(now if now is not None else time.time())
         core = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -170,8 +156,11 @@ class EventRecorder:
 
     def _bump(self, api: str, name: str, namespace: str, count: int, now: float) -> None:
         if api == "v1":
-            patch: Obj = {"series": {"count": count, "lastObservedTime": micro_time(now)}}
+            patch: Obj = {"series": {"count": count, "lastObservedTime": times.micro(now)}}
             self.client.patch(r.EVENTS, name, patch, namespace)
         else:
-            patch = {"count": count, "lastTimestamp": rfc3339(now)}
+            patch = {
+                "count": count,
+                "lastTimestamp": times.format(now if now is not None else time.time()),
+            }
             self.client.patch(r.CORE_EVENTS, name, patch, namespace)

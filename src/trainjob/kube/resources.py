@@ -1,70 +1,28 @@
 """Resource types the client talks to: group, version, plural, kind, scope, and their URL paths.
 
-A :class:`Resource` is what ``kubectl api-resources`` prints for one type. The constants below are
-the types trainjob reads or writes; the client builds every URL from them, so no module spells a
-path by hand.
+A :class:`~trainjob.core.resources.Resource` is what ``kubectl api-resources`` prints for one type.
+The constants here are the types trainjob reads or writes (those a Plan holds are defined in
+:mod:`trainjob.core.resources`, which the compiler's kind registry reads too); the client builds
+every URL from them, so no module spells a path by hand.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from trainjob.api import constants as c
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One API resource type (``jobsets.jobset.x-k8s.io/v1alpha2``, ``configmaps/v1``, ...)."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def group_resource(self) -> str:
-        """``plural.group`` as Kubernetes error messages name it (``configmaps`` for core)."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        """The URL path of the collection, or of one object (and one of its subresources)."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name is not None:
-            base += f"/{quote(name, safe='')}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
-
-    def key(self, obj: dict[str, Any]) -> str:
-        """``namespace/name`` (or ``name`` for cluster-scoped types) of an object of this type."""
-        meta = obj.get("metadata") or {}
-        if self.namespaced:
-            return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        return str(meta.get("name", ""))
-
+from trainjob.core.resources import CONFIGMAPS as CONFIGMAPS
+from trainjob.core.resources import COSCHEDULING_PODGROUPS as COSCHEDULING_PODGROUPS
+from trainjob.core.resources import JOBSETS as JOBSETS
+from trainjob.core.resources import SECRETS as SECRETS
+from trainjob.core.resources import VOLCANO_PODGROUPS as VOLCANO_PODGROUPS
+from trainjob.core.resources import Resource as Resource
 
 TRAINJOBS = Resource(c.GROUP, c.VERSION, "trainjobs", c.TRAINJOB_KIND)
 TRAINING_RUNTIMES = Resource(c.GROUP, c.VERSION, "trainingruntimes", c.TRAINING_RUNTIME_KIND)
 CLUSTER_TRAINING_RUNTIMES = Resource(
     c.GROUP, c.VERSION, "clustertrainingruntimes", c.CLUSTER_TRAINING_RUNTIME_KIND, namespaced=False
 )
-JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
-COSCHEDULING_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
-VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-SECRETS = Resource("", "v1", "secrets", "Secret")
 PODS = Resource("", "v1", "pods", "Pod")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")

@@ -1,26 +1,23 @@
 """Backoff and retry helpers for API calls (client-go's ``wait.Backoff`` and ``RetryOnConflict``).
 
-* :func:`retry_on_conflict` re-runs a read-modify-write function when it hits a 409 Conflict.
-* :func:`with_retries` re-runs a call that failed with a temporary error (429, 5xx, no answer),
-  honouring the server's ``Retry-After``.
+* :func:`retry_on_conflict` re-runs a read-modify-write function when it hits a 409 Conflict,
+  sleeping between attempts with :class:`Backoff` delays and re-raising the last error when the
+  steps run out. Used by the webhook server (registering its CA bundle).
 
-Both sleep between attempts with :class:`Backoff` delays and re-raise the last error when the steps
-run out. Used by the controller (status writes, leases, webhook registration) and the kube client.
+(The client itself retries what the apiserver asked it to with ``Retry-After``: kube/client.py.)
 """
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from trainjob.kube.errors import ApiError, Conflict, is_temporary
+from trainjob.kube.errors import Conflict
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,6 @@ class Backoff:
 CONFLICT_BACKOFF = Backoff(initial=0.01, factor=1.0, jitter=0.1, steps=5)
 """client-go ``retry.DefaultRetry``: 5 quick tries, 10ms apart."""
 
-TEMPORARY_BACKOFF = Backoff(initial=0.2, factor=2.0, cap=10.0, jitter=0.2, steps=6)
 """About 12 seconds in all: long enough to ride out an apiserver restart on loopback."""
 
 
@@ -54,23 +50,4 @@ def retry_on_conflict(fn: Callable[[], T], backoff: Backoff = CONFLICT_BACKOFF) 
             return fn()
         except Conflict:
             time.sleep(delay)
-    return fn()
-
-
-def with_retries(
-    fn: Callable[[], T],
-    backoff: Backoff = TEMPORARY_BACKOFF,
-    retryable: Callable[[BaseException], bool] = is_temporary,
-    what: str = "",
-) -> T:
-    """Run ``fn``; on a retryable error sleep (``Retry-After`` if given) and try again."""
-    for delay in backoff.delays():
-        try:
-            return fn()
-        except ApiError as e:
-            if not retryable(e):
-                raise
-            wait = e.retry_after or delay
-            log.debug("retrying %s in %.2fs: %s", what or "request", wait, e)
-            time.sleep(wait)
     return fn()

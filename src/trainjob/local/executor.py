@@ -13,7 +13,6 @@ Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import copy
 import dataclasses
@@ -34,14 +33,16 @@ from trainjob.api import validation
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.core import times
 from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
+from trainjob.executor import model as st
+from trainjob.executor.base import Executor
+from trainjob.executor.model import Event, JobState, PodState
 from trainjob.local import home as homes
 from trainjob.local import limits, mpi, podrun, pods, procs, ptree, status
 from trainjob.local import runner as runners
-from trainjob.local import state as st
-from trainjob.local.state import Event, JobFailedError, JobState, PodState
-from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError, now
-from trainjob.runtime import CompileOptions, compile
+from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
+from trainjob.runtime import CompileOptions, compile, kinds
 from trainjob.runtime.plan import Plan
 
 DEFAULT_NAMESPACE = "default"
@@ -49,18 +50,22 @@ _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
 # Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
-_STARTED: builtins.list[subprocess.Popen[bytes]] = []
+_STARTED: list[subprocess.Popen[bytes]] = []
 
 
 def _reap() -> None:
     _STARTED[:] = [p for p in _STARTED if p.poll() is None]
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """Jobs of one ``home`` directory (``$TRAINJOB_HOME``, else ``~/.trainjob``).
 
-    Any number of executors, in any number of processes, may share a home.
+    Any number of executors, in any number of processes, may share a home; one executor's store
+    connection stays in the thread that opened it (open one executor per thread).
     """
+
+    backend = "local"
+    poll_interval = 0.1
 
     def __init__(self, home: Path | None = None, runner: str = "") -> None:
         """``runner``: how the jobs submitted through it run their pods, as stored with each job
@@ -71,7 +76,11 @@ class LocalExecutor:
         self.store = Store(homes.db_path(self.home))
         self.runner = runner
         # Pods and event of a job found dead that the store could not record (a full disk).
-        self._unwritten: dict[str, tuple[builtins.list[PodRow], EventRow]] = {}
+        self._unwritten: dict[str, tuple[list[PodRow], EventRow]] = {}
+
+    @property
+    def default_namespace(self) -> str:
+        return DEFAULT_NAMESPACE
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -89,7 +98,7 @@ class LocalExecutor:
         tj, runtime_dict, plan, run_dir, first_pods = self._prepare(trainjob, runtimes, cwd)
         meta = tj.metadata
         ns, name, uid = meta.namespace or DEFAULT_NAMESPACE, meta.name or "", meta.uid or ""
-        created = now()
+        created = times.now()
         meta.creation_timestamp = created
         meta.generation = meta.generation or 1
         tj.status = None
@@ -130,7 +139,7 @@ class LocalExecutor:
 
     def _prepare(
         self, trainjob: TrainJob, runtimes: Sequence[Runtime], cwd: str | None
-    ) -> tuple[TrainJob, dict[str, object], Plan, str, builtins.list[PodRow]]:
+    ) -> tuple[TrainJob, dict[str, object], Plan, str, list[PodRow]]:
         """The TrainJob to store (named, with a uid), its runtime as a dict, its Plan, its working
         directory and its first pod rows, once it passes every check (:func:`catalog.admit`:
         the same rules as ``trainjob plan`` and the webhooks; this machine's limits; commands)."""
@@ -154,7 +163,7 @@ class LocalExecutor:
 
             private, public = keys.generate_ssh_key_pair()
             options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
-        plan = compile(tj, runtime, options)
+        plan = _local_plan(compile(tj, runtime, options))
         limits.check(plan, tj)
         run_dir = os.path.abspath(cwd or os.getcwd())
         runtime_dict = to_dict(runtime)
@@ -166,7 +175,7 @@ class LocalExecutor:
 
     def _preflight(
         self, plan: Plan, runtime: dict[str, object], ns: str, name: str, uid: str, cwd: str
-    ) -> builtins.list[PodRow]:
+    ) -> list[PodRow]:
         """Check that every pod that will run can run here (its command exists; on the
         container backend, its image can be had); its Pending rows."""
         problems = runners.runner_for(self.runner, (ns, name, uid)).check(
@@ -174,10 +183,10 @@ class LocalExecutor:
         )
         if problems:
             raise ConfigError("; ".join(problems))
-        plan = Plan(tuple(copy.deepcopy(builtins.list(plan.objects))))
+        plan = Plan(tuple(copy.deepcopy(list(plan.objects))))
         local_mpi = mpi.adapt(plan, runtime) if not self.runner else None
         templates = pods.pod_templates(plan, uid)
-        rows: builtins.list[PodRow] = []
+        rows: list[PodRow] = []
         for t in templates:
             skipped = bool(local_mpi and local_mpi.skips(t))
             rows.append(
@@ -257,7 +266,7 @@ class LocalExecutor:
                 procs.kill_group(p.pid)
         ptree.end(ptree.owned(f"{row.uid}/"), grace=0)  # every process of the job, any session
         runners.clean_up(row.runner, row.namespace, row.name, row.uid)
-        ts = now()
+        ts = times.now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
             message = (
@@ -314,9 +323,9 @@ class LocalExecutor:
         return self._trainjob(self._row(name, namespace))
 
     def state(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> JobState:
-        """The job's phase (Created|Running|Complete|Failed|Suspended), times and pods."""
+        """The job's phase (Created|Running|Complete|Failed|Suspended), times, pods and TrainJob."""
         row = self._row(name, namespace)
-        return _state(row, self._pods(row))
+        return _state(row, self._pods(row), _object(row.trainjob, row.status))
 
     def _pods(self, row: JobRow) -> tuple[PodState, ...]:
         rows = self.store.pods(row.namespace, row.name)
@@ -324,46 +333,36 @@ class LocalExecutor:
             rows = self._unwritten[row.uid][0]
         return tuple(_pod_state(p) for p in rows if p.uid == row.uid)
 
-    def _rows(self, namespace: str | None) -> builtins.list[JobRow]:
-        rows = self.store.jobs(namespace, light=True)
-        return [self._check_alive(r) if r.phase in _LIVE else r for r in rows]
-
-    def list(self, namespace: str | None = None) -> builtins.list[TrainJob]:
-        """Every stored TrainJob (of ``namespace``, or all), oldest first."""
-        return [self._trainjob(r) for r in self._rows(namespace)]
-
-    def states(self, namespace: str | None = None) -> builtins.list[JobState]:
-        """``state`` of every stored job (without pods), oldest first, in one query."""
-        return [_state(r, ()) for r in self._rows(namespace)]
-
-    def summaries(
-        self, namespace: str | None = None
-    ) -> builtins.list[tuple[JobState, dict[str, Any]]]:
-        """Every job's state (with pods) and TrainJob (without ``spec.trainer.command``/``args``),
-        oldest first, in two queries: for listing many jobs (``TrainerClient.list_jobs``)."""
-        by_job: dict[tuple[str, str, str], builtins.list[PodState]] = {}
-        for p in self.store.pods_in(namespace):
-            by_job.setdefault((p.namespace, p.name, p.uid), []).append(_pod_state(p))
+    def states(self, namespace: str | None = None, *, pods: bool = True) -> list[JobState]:
+        """Every job's state (of ``namespace``, or all), oldest first, in one or two queries; each
+        with its TrainJob without ``spec.trainer.command``/``args`` (they can be large: a shipped
+        function), and with its pods when ``pods``."""
+        by_job: dict[tuple[str, str, str], list[PodState]] = {}
+        if pods:
+            for p in self.store.pods_in(namespace):
+                by_job.setdefault((p.namespace, p.name, p.uid), []).append(_pod_state(p))
         out = []
         for r in self.store.job_summaries(namespace):
-            ns, name, uid, created, phase, reason, message, started, completed, restarts, tj = r
+            ns, name, uid, created, phase, reason, message, started, completed, restarts = r[:10]
+            status, tj = r[10:]
             if phase in _LIVE:
                 row = self.store.job(ns, name)
                 if row is None or row.uid != uid:
                     continue
                 row = self._check_alive(row)
                 if row.phase != phase:  # its supervisor died: read it again
-                    out.append((self.state(name, ns), json.loads(tj)))
+                    dead = self.state(name, ns)
+                    out.append(dead if pods else dataclasses.replace(dead, pods=()))
                     continue
             state = JobState(
                 name=name, namespace=ns, phase=phase, created=created, started=started,
                 completed=completed, restarts=restarts, reason=reason, message=message,
-                pods=tuple(by_job.get((ns, name, uid), ())),
+                pods=tuple(by_job.get((ns, name, uid), ())), trainjob=_object(tj, status),
             )  # fmt: skip
-            out.append((state, json.loads(tj)))
+            out.append(state)
         return out
 
-    def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> builtins.list[Event]:
+    def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
         """The job's events, oldest first."""
         row = self._row(name, namespace)
         rows = self.store.events(namespace, name)
@@ -374,6 +373,10 @@ class LocalExecutor:
             for e in rows
             if e.uid == row.uid
         ]
+
+    def log_location(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> str | None:
+        """The folder of the job's log files."""
+        return str(homes.logs_dir(self.home, namespace, name))
 
     def log_path(
         self, name: str, namespace: str = DEFAULT_NAMESPACE, job: str = "node", index: int = 0,
@@ -507,57 +510,28 @@ class LocalExecutor:
             shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
         self.store.delete_job(namespace, name, row.uid)
 
-    def wait(
-        self,
-        name: str,
-        namespace: str = DEFAULT_NAMESPACE,
-        phases: set[str] | frozenset[str] = frozenset({"Complete"}),
-        timeout: float | None = None,
-        *,
-        poll: float = 0.1,
-    ) -> JobState:
-        """Block until the job's phase is in ``phases``; return its state.
-
-        Raises JobFailedError if it fails and Failed is not in ``phases``, TimeoutError after
-        ``timeout`` seconds.
-        """
-        unknown = set(phases) - set(st.PHASES)
-        if unknown:
-            raise ValueError(f"unknown phases {sorted(unknown)}: expected some of {st.PHASES}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            s = self.state(name, namespace)
-            if s.phase in phases:
-                return s
-            if s.phase == st.FAILED:
-                raise JobFailedError(s)
-            if s.phase == st.COMPLETE:
-                raise TimeoutError(
-                    f"TrainJob {namespace}/{name} is Complete and will never be "
-                    f"{' or '.join(sorted(phases))}"
-                )
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"timed out after {timeout}s waiting for TrainJob {namespace}/{name} to be "
-                    f"{' or '.join(sorted(phases))} (it is {s.phase})"
-                )
-            time.sleep(poll)
-
     # -- runtimes -----------------------------------------------------------------------------
 
-    def _stored_runtimes(self) -> builtins.list[Runtime]:
-        out: builtins.list[Runtime] = []
+    def _stored_runtimes(self) -> list[Runtime]:
+        out: list[Runtime] = []
         for body in self.store.runtimes():
             obj = parse(body)
             if isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
                 out.append(obj)
         return out
 
-    def list_runtimes(self) -> builtins.list[Runtime]:
-        """Built-in ClusterTrainingRuntimes, then stored runtimes (a stored one wins by name)."""
-        stored = self._stored_runtimes()
+    def list_runtimes(self, namespace: str | None = None) -> list[Runtime]:
+        """Built-in ClusterTrainingRuntimes, then stored runtimes (a stored one wins by name);
+        TrainingRuntimes of ``namespace`` only, when given."""
+        stored = [
+            r
+            for r in self._stored_runtimes()
+            if namespace is None
+            or not isinstance(r, TrainingRuntime)
+            or (r.metadata.namespace or DEFAULT_NAMESPACE) == namespace
+        ]
         names = {(r.kind, r.metadata.name) for r in stored}
-        builtin: builtins.list[Runtime] = [
+        builtin: list[Runtime] = [
             r for r in catalog.builtin_runtimes().values() if (r.kind, r.metadata.name) not in names
         ]
         return builtin + stored
@@ -655,7 +629,17 @@ def _pod_state(p: PodRow) -> PodState:
     )
 
 
-def _state(row: JobRow, pod_states: tuple[PodState, ...]) -> JobState:
+def _object(trainjob: str, status: str) -> dict[str, Any]:
+    """The stored TrainJob's JSON object with its status."""
+    obj: dict[str, Any] = json.loads(trainjob)
+    if status not in ("{}", ""):
+        obj["status"] = json.loads(status)
+    return obj
+
+
+def _state(
+    row: JobRow, pod_states: tuple[PodState, ...], trainjob: dict[str, Any] | None = None
+) -> JobState:
     return JobState(
         name=row.name,
         namespace=row.namespace,
@@ -667,4 +651,24 @@ def _state(row: JobRow, pod_states: tuple[PodState, ...]) -> JobState:
         reason=row.reason,
         message=row.message,
         pods=pod_states,
+        trainjob=trainjob or {},
     )
+
+
+def _local_plan(plan: Plan) -> Plan:
+    """The Plan as this machine runs it, each object as its plugin declares
+    (:mod:`trainjob.runtime.kinds`): the JobSet runs as processes, ConfigMaps and Secrets are
+    mounted as files, PodGroups are left out (one machine needs no gang scheduling). A kind no
+    plugin declares is a ConfigError before anything starts."""
+    kept = []
+    for obj in plan.objects:
+        try:
+            kind = kinds.of(obj)
+        except KeyError:
+            raise ConfigError(
+                f"the plan holds a {obj.get('apiVersion')}, Kind={obj.get('kind')} that no runtime "
+                "plugin declares: the local backend cannot run it (use a cluster)"
+            ) from None
+        if kind.local is not kinds.Local.SKIP:
+            kept.append(obj)
+    return Plan(tuple(kept))

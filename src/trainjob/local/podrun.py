@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
+from trainjob.core import jobset
 from trainjob.local import procs, ptree
-from trainjob.local.pods import JOBSET_UID, LocalContainer, LocalPod
+from trainjob.local.pods import LocalContainer, LocalPod
 from trainjob.local.probes import Outcome, PodProbes
 
 PROBE_KILL_GRACE = 3.0  # SIGTERM, then SIGKILL: the local backend's grace everywhere
@@ -114,7 +115,7 @@ class PodRun:
         self._sigkill_at: dict[int, float] = {}
         self._out: IO[bytes] | None = None
         labels = pod.template.labels
-        self.owner = f"{labels.get(JOBSET_UID, '')}/{pod.template.name}/"
+        self.owner = f"{labels.get(jobset.LABEL_JOBSET_UID, '')}/{pod.template.name}/"
         self.grace = grace_of(pod.template.spec)
         self.seen: ptree.Procs = {}  # every process of the pod seen so far (pid -> start time)
         self._cleaned: set[int] = set()  # containers (their Popen) whose leftovers were killed

@@ -35,25 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from trainjob import extras
-from trainjob.api import constants as c
 from trainjob.api import quantity
+from trainjob.core import jobset
 from trainjob.local import home as homes
 from trainjob.local import probes
 from trainjob.runtime.plan import Plan
 
 Obj = dict[str, Any]
-
-# JobSet and Job labels/annotations on pods (kubernetes-sigs/jobset, kubernetes batch/v1).
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
-JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
-REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
-REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
-JOB_INDEX = "jobset.sigs.k8s.io/job-index"
-JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
-JOB_KEY = "jobset.sigs.k8s.io/job-key"
-RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
-JOB_NAME = "batch.kubernetes.io/job-name"
-COMPLETION_INDEX = c.JOB_COMPLETION_INDEX_ANNOTATION
 
 # What to install for commands a runtime commonly uses.
 INSTALL_HINTS = {
@@ -153,14 +141,14 @@ def pod_templates(plan: Plan, uid: str, restarts: int = 0) -> list[PodTemplate]:
             job_name = f"{js_name}-{rname}-{j}"
             key = hashlib.sha1(f"{namespace}/{job_name}".encode()).hexdigest()
             common = {
-                JOBSET_NAME: js_name,
-                JOBSET_UID: uid,
-                REPLICATED_JOB_NAME: rname,
-                REPLICATED_JOB_REPLICAS: str(replicas),
-                JOB_INDEX: str(j),
-                JOB_GLOBAL_INDEX: str(global_index),
-                JOB_KEY: key,
-                RESTART_ATTEMPT: str(restarts),
+                jobset.LABEL_JOBSET_NAME: js_name,
+                jobset.LABEL_JOBSET_UID: uid,
+                jobset.LABEL_REPLICATED_JOB_NAME: rname,
+                jobset.LABEL_REPLICATED_JOB_REPLICAS: str(replicas),
+                jobset.LABEL_JOB_INDEX: str(j),
+                jobset.LABEL_JOB_GLOBAL_INDEX: str(global_index),
+                jobset.LABEL_JOB_KEY: key,
+                jobset.LABEL_RESTART_ATTEMPT: str(restarts),
             }
             global_index += 1
             for i in range(parallelism):
@@ -168,13 +156,13 @@ def pod_templates(plan: Plan, uid: str, restarts: int = 0) -> list[PodTemplate]:
                     **(job_tmpl.get("metadata") or {}).get("labels", {}),
                     **(pod_meta.get("labels") or {}),
                     **common,
-                    JOB_NAME: job_name,
-                    COMPLETION_INDEX: str(i),
+                    jobset.LABEL_JOB_NAME: job_name,
+                    jobset.LABEL_COMPLETION_INDEX: str(i),
                 }
                 annotations = {
                     **(pod_meta.get("annotations") or {}),
                     **common,
-                    COMPLETION_INDEX: str(i),
+                    jobset.LABEL_COMPLETION_INDEX: str(i),
                 }
                 hostname = f"{job_name}-{i}"
                 out.append(
@@ -373,7 +361,7 @@ def _field_value(path: str, pod: PodTemplate, namespace: str) -> str | None:
     return {
         "metadata.name": pod.name,
         "metadata.namespace": namespace,
-        "metadata.uid": pod.labels.get(JOBSET_UID, ""),
+        "metadata.uid": pod.labels.get(jobset.LABEL_JOBSET_UID, ""),
         "spec.nodeName": os.uname().nodename,
         "spec.serviceAccountName": str(pod.spec.get("serviceAccountName") or "default"),
         "status.podIP": "127.0.0.1",

@@ -20,7 +20,6 @@ import os
 import shutil
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
@@ -106,11 +105,6 @@ CREATE TABLE IF NOT EXISTS runtimes (
 """
 
 
-def now() -> str:
-    """The current time as Kubernetes writes it (RFC 3339, UTC, seconds)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 @dataclass(frozen=True)
 class JobRow:
     namespace: str
@@ -180,7 +174,7 @@ class EventRow:
 _JOB_COLS = [f.name for f in fields(JobRow)]
 SUMMARY_COLS = (
     "namespace", "name", "uid", "created", "phase", "reason", "message", "started",
-    "completed", "restarts", "trainjob",
+    "completed", "restarts", "status", "trainjob",
 )  # fmt: skip
 _POD_COLS = [f.name for f in fields(PodRow)]
 _EVENT_COLS = [f.name for f in fields(EventRow)]

@@ -38,12 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from trainjob.api import constants as c
+from trainjob.core import jobset as js
+from trainjob.core import times
+from trainjob.executor import model as st
 from trainjob.local import home as homes
 from trainjob.local import mpi, pods, procs, ptree, status, volumes
 from trainjob.local import runner as runners
-from trainjob.local import state as st
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
-from trainjob.local.store import EventRow, PodRow, Store, now
+from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan
 
 TICK = 0.05
@@ -117,7 +119,7 @@ class Supervisor:
                 type_,
                 reason,
                 message,
-                now(),
+                times.now(),
                 kind,
                 obj or self.name,
             )
@@ -256,7 +258,7 @@ class Supervisor:
             if row.phase != st.POD_PENDING or key in self.runs or not self.deps_met(t):
                 continue
             if key in self.virtual:
-                self.set_pod(key, phase=st.POD_RUNNING, started=now(), ready=True)
+                self.set_pod(key, phase=st.POD_RUNNING, started=times.now(), ready=True)
                 self._mark_started()
                 continue
             try:
@@ -279,7 +281,7 @@ class Supervisor:
             self.set_pod(
                 key,
                 phase=st.POD_RUNNING,
-                started=now(),
+                started=times.now(),
                 pid=pid,
                 pid_start=procs.start_time(pid) if pid else None,
                 ready=run.ready,
@@ -297,7 +299,7 @@ class Supervisor:
         if self.phase in (st.CREATED, st.SUSPENDED):
             self.phase = st.RUNNING
         if self.started is None:
-            self.started = now()
+            self.started = times.now()
         self.dirty = True
 
     def probe(self) -> None:
@@ -319,7 +321,12 @@ class Supervisor:
             t = next(t for t in self.templates if (t.job, t.job_index, t.index) == key)
             if code == 0:
                 self.set_pod(
-                    key, phase=st.POD_SUCCEEDED, exit_code=0, finished=now(), pid=None, ready=False
+                    key,
+                    phase=st.POD_SUCCEEDED,
+                    exit_code=0,
+                    finished=times.now(),
+                    pid=None,
+                    ready=False,
                 )
             else:
                 what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
@@ -333,7 +340,7 @@ class Supervisor:
                     key,
                     phase=st.POD_FAILED,
                     exit_code=code,
-                    finished=now(),
+                    finished=times.now(),
                     pid=None,
                     message=what,
                     ready=False,
@@ -351,8 +358,8 @@ class Supervisor:
                     job_name = f"{self.jobset_name}-{t.job}-{t.job_index}"
                     self.event(
                         "Warning",
-                        status.REASON_BACKOFF_LIMIT_EXCEEDED,
-                        status.MESSAGE_BACKOFF_LIMIT_EXCEEDED,
+                        js.REASON_BACKOFF_LIMIT_EXCEEDED,
+                        js.MESSAGE_BACKOFF_LIMIT_EXCEEDED,
                         "Job",
                         job_name,
                     )
@@ -403,7 +410,7 @@ class Supervisor:
                     "ready": False,
                 }
                 if row.phase == st.POD_RUNNING:
-                    fields["finished"] = now()
+                    fields["finished"] = times.now()
                 self.set_pod(key, **fields)
 
     # -- policies -------------------------------------------------------------------------------
@@ -421,8 +428,8 @@ class Supervisor:
         policy = self.failure_policy
         if policy is None:
             self.fail(
-                status.REASON_FAILED_JOBS,
-                status.with_first_failed_job(status.MESSAGE_FAILED_JOBS, first),
+                js.REASON_FAILED_JOBS,
+                js.with_first_failed_job(js.MESSAGE_FAILED_JOBS, first),
             )
             return
         action = "RestartJobSet"
@@ -430,21 +437,21 @@ class Supervisor:
             targets = rule.get("targetReplicatedJobs") or []
             reasons = rule.get("onJobFailureReasons") or []
             if (not targets or rname in targets) and (
-                not reasons or status.REASON_BACKOFF_LIMIT_EXCEEDED in reasons
+                not reasons or js.REASON_BACKOFF_LIMIT_EXCEEDED in reasons
             ):
                 action = rule.get("action", action)
                 break
         if action == "FailJobSet":
             self.fail(
-                status.REASON_FAIL_JOBSET_ACTION,
-                status.with_first_failed_job(status.MESSAGE_FAIL_JOBSET_ACTION, first),
+                js.REASON_FAIL_JOBSET_ACTION,
+                js.with_first_failed_job(js.MESSAGE_FAIL_JOBSET_ACTION, first),
             )
             return
         counted = action == "RestartJobSet"
         if counted and self.restarts >= int(policy.get("maxRestarts") or 0):
             self.fail(
-                status.REASON_REACHED_MAX_RESTARTS,
-                status.with_first_failed_job(status.MESSAGE_REACHED_MAX_RESTARTS, first),
+                js.REASON_REACHED_MAX_RESTARTS,
+                js.with_first_failed_job(js.MESSAGE_REACHED_MAX_RESTARTS, first),
             )
             return
         self.kill_all()
@@ -453,7 +460,7 @@ class Supervisor:
             self._rotate_log(t)
         self.event(
             "Warning",
-            status.REASON_RESTARTING,
+            js.REASON_RESTARTING,
             f"restarting jobset, attempt {self.restarts}",
             "JobSet",
             self.jobset_name,
@@ -469,7 +476,7 @@ class Supervisor:
 
     def fail(self, reason: str, message: str) -> None:
         self.stop_pods(st.POD_FAILED, "")
-        ts = now()
+        ts = times.now()
         status.failed(self.status, reason, message, ts)
         self.phase = st.FAILED
         self.row = replace(self.row, reason=reason, message=message, completed=ts)
@@ -477,19 +484,19 @@ class Supervisor:
 
     def succeed(self) -> None:
         self.stop_pods(st.POD_SUCCEEDED, "")
-        ts = now()
+        ts = times.now()
         status.complete(self.status, ts)
         self.phase = st.COMPLETE
         self.row = replace(
             self.row,
-            reason=status.REASON_ALL_JOBS_COMPLETED,
-            message=status.MESSAGE_ALL_JOBS_COMPLETED,
+            reason=js.REASON_ALL_JOBS_COMPLETED,
+            message=js.MESSAGE_ALL_JOBS_COMPLETED,
             completed=ts,
         )
         self.event(
             "Normal",
-            status.REASON_ALL_JOBS_COMPLETED,
-            status.MESSAGE_ALL_JOBS_COMPLETED,
+            js.REASON_ALL_JOBS_COMPLETED,
+            js.MESSAGE_ALL_JOBS_COMPLETED,
             "JobSet",
             self.jobset_name,
         )
@@ -507,12 +514,12 @@ class Supervisor:
             self.stop_pods(st.POD_PENDING, "")
             for key in self.rows:
                 self.set_pod(key, started=None, finished=None, exit_code=None)
-            status.suspended(self.status, now())
+            status.suspended(self.status, times.now())
             self.phase = st.SUSPENDED
             self.event("Normal", c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED)
         elif not want_suspend and self.suspended:
             self.suspended = False
-            status.resumed(self.status, now())
+            status.resumed(self.status, times.now())
             self.clock_start = time.time()
             self.phase = st.RUNNING if self.started else st.CREATED
             self.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
@@ -555,7 +562,7 @@ class Supervisor:
         )
         if bool(self.row.suspend):
             self.suspended = True
-            status.suspended(self.status, now())
+            status.suspended(self.status, times.now())
             self.phase = st.SUSPENDED
         self.new_attempt()
         try:

@@ -63,4 +63,5 @@ def test_plan_does_not_load_the_job_commands_or_the_controller(tmp_path) -> None
 
 def test_get_jobs_does_not_load_the_controller(tmp_path) -> None:  # type: ignore[no-untyped-def]
     got = loaded(tmp_path, "get", "jobs")
-    assert "trainjob.cli.jobs" in got and "trainjob.controller.manager" not in got
+    assert "trainjob.cli.get" in got and "trainjob.controller.manager" not in got
+    assert "trainjob.cli.jobs" not in got  # run/logs/delete live apart from get/describe

@@ -6,9 +6,12 @@ from typing import Any
 
 import pytest
 
-from trainjob.controller import conditions as cond
+from trainjob.api import conditions as tc
 from trainjob.controller import status as st
 from trainjob.controller.reconcile import failure_message
+from trainjob.core import conditions as cond
+from trainjob.core import times
+from trainjob.runtime.plugins import jobset as jobset_plugin
 
 Obj = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -69,7 +72,7 @@ def test_remove_drops_only_that_type() -> None:
     ],
 )
 def test_is_finished(conds: list[Obj], finished: bool) -> None:
-    assert cond.is_finished(conds) is finished
+    assert tc.is_finished(conds) is finished
 
 
 # -- suspension --------------------------------------------------------------------------------
@@ -100,7 +103,7 @@ def test_is_finished(conds: list[Obj], finished: bool) -> None:
     ],
 )
 def test_set_suspended(before: list[Obj], suspend: bool, after: list[Obj]) -> None:
-    st.set_suspended(before, suspend, now=T1)
+    tc.set_suspended(before, suspend, now=T1)
     assert before == after
 
 
@@ -113,7 +116,7 @@ def jobset(conditions: list[Obj] | None = None, rjobs: list[Obj] | None = None) 
 
 def test_a_completed_jobset_completes_the_trainjob_with_its_reason_and_time() -> None:
     conds: list[Obj] = []
-    st.apply_jobset_status(
+    jobset_plugin.apply_jobset_status(
         conds, jobset([c("Completed", "True", "AllJobsCompleted", "jobset completed successfully")])
     )
     assert conds == [c("Complete", "True", "AllJobsCompleted", "jobset completed successfully")]
@@ -121,20 +124,22 @@ def test_a_completed_jobset_completes_the_trainjob_with_its_reason_and_time() ->
 
 def test_a_failed_jobset_fails_the_trainjob() -> None:
     conds = [c("Suspended", "False", "Resumed", "TrainJob is resumed")]
-    st.apply_jobset_status(conds, jobset([c("Failed", "True", "FailedJobs", "jobset failed")]))
+    jobset_plugin.apply_jobset_status(
+        conds, jobset([c("Failed", "True", "FailedJobs", "jobset failed")])
+    )
     assert conds[1] == c("Failed", "True", "FailedJobs", "jobset failed")
 
 
 def test_false_jobset_conditions_are_not_copied() -> None:
     conds: list[Obj] = []
-    st.apply_jobset_status(
+    jobset_plugin.apply_jobset_status(
         conds, jobset([c("Completed", "False"), c("Failed", "False"), c("Suspended", "True")])
     )
     assert conds == []
 
 
 def test_jobs_status_is_copied_from_replicated_jobs_status_with_zeros() -> None:
-    got = st.apply_jobset_status(
+    got = jobset_plugin.apply_jobset_status(
         [], jobset(rjobs=[{"name": "node", "ready": 2, "active": 2}, {"name": "init"}])
     )
     assert got == [
@@ -145,7 +150,7 @@ def test_jobs_status_is_copied_from_replicated_jobs_status_with_zeros() -> None:
 
 # -- active deadline --------------------------------------------------------------------------
 
-NOW = st.parse_time(T1)
+NOW = times.parse(T1)
 assert NOW is not None
 
 

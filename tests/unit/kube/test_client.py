@@ -13,7 +13,7 @@ from trainjob.errors import AlreadyExistsError, NotFoundError
 from trainjob.kube import errors, resources
 from trainjob.kube.client import Client
 from trainjob.kube.config import Config
-from trainjob.kube.retry import Backoff, retry_on_conflict, with_retries
+from trainjob.kube.retry import Backoff, retry_on_conflict
 from trainjob.kube.watch import parse_event
 
 Obj = dict[str, Any]
@@ -144,35 +144,6 @@ def test_a_connection_failure_is_unreachable() -> None:
     with pytest.raises(errors.Unreachable, match="connection refused") as info:
         client(handler).get(resources.JOBSETS, "x", "ns")
     assert errors.is_temporary(info.value)
-
-
-def test_with_retries_rides_out_temporary_errors_and_honours_retry_after() -> None:
-    calls: list[int] = []
-
-    def flaky() -> str:
-        calls.append(1)
-        if len(calls) < 3:
-            raise errors.TooManyRequests(
-                "slow down",
-                status=429,
-                body=status(429, "TooManyRequests", "x", retryAfterSeconds=0.01),
-            )
-        return "ok"
-
-    assert with_retries(flaky, Backoff(initial=10, steps=5)) == "ok"
-    assert len(calls) == 3
-
-
-def test_with_retries_does_not_retry_permanent_errors() -> None:
-    calls: list[int] = []
-
-    def gone() -> None:
-        calls.append(1)
-        raise errors.NotFound("nope", status=404)
-
-    with pytest.raises(errors.NotFound):
-        with_retries(gone, Backoff(initial=0.001))
-    assert calls == [1]
 
 
 def test_retry_on_conflict_reruns_until_it_succeeds() -> None:

@@ -42,4 +42,4 @@ def test_too_many_local_pods_is_a_field_error_and_nothing_is_stored(
     (fe,) = err.value.errors
     assert fe.field == "spec.trainer.numNodes"
     assert f"at most {MAX_LOCAL_PODS} pods on the local backend" in str(fe)
-    assert ex.list() == []
+    assert ex.states(None) == []

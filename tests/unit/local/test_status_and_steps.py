@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from trainjob.cli import jobs
+from trainjob.cli import output
+from trainjob.core import jobset as js
+from trainjob.core import times
+from trainjob.executor import steps
+from trainjob.executor.model import JobState, PodState
 from trainjob.local import status
-from trainjob.local.state import JobState, PodState
 
 
 def test_suspend_then_resume_flips_one_condition_and_its_transition_time():
@@ -35,7 +38,7 @@ def test_a_changed_reason_keeps_the_transition_time():
 
 
 def test_jobset_messages_name_the_first_failed_job():
-    assert status.with_first_failed_job(status.MESSAGE_FAILED_JOBS, "j-node-0") == (
+    assert js.with_first_failed_job(js.MESSAGE_FAILED_JOBS, "j-node-0") == (
         "jobset failed due to one or more job failures (first failed job: j-node-0)"
     )
 
@@ -50,8 +53,8 @@ def test_jobset_messages_name_the_first_failed_job():
     ],
 )
 def test_step_names_follow_the_sdk(job: str, index: int, job_index: int, want: str):
-    assert jobs.step_name(job, index, job_index) == want
-    assert jobs.parse_step(want, [(job, index, job_index)]) == (job, index, job_index)
+    assert steps.step_name(job, index, job_index) == want
+    assert steps.parse_step(want, [(job, index, job_index)]) == (job, index, job_index)
 
 
 def test_the_default_step_is_the_first_pod_that_runs_here():
@@ -60,11 +63,11 @@ def test_the_default_step_is_the_first_pod_that_runs_here():
         "m", "default", "Running", "t",
         pods=(PodState("launcher", 0, "l"), PodState("node", 0, "n", message=skipped)),
     )  # fmt: skip
-    assert jobs.default_step(mpi) == ("launcher", 0, 0)
+    assert steps.default_step(mpi) == ("launcher", 0, 0)
     torch = JobState(
         "t", "default", "Running", "t", pods=(PodState("node", 0, "a"), PodState("node", 1, "b"))
     )
-    assert jobs.default_step(torch) == ("node", 0, 0)
+    assert steps.default_step(torch) == ("node", 0, 0)
 
 
 @pytest.mark.parametrize(
@@ -80,6 +83,5 @@ def test_the_default_step_is_the_first_pod_that_runs_here():
 )
 def test_ages_read_like_kubectl(secs: int, want: str):
     assert (
-        jobs.age("2026-01-01T00:00:00Z", until=jobs._parse_ts("2026-01-01T00:00:00Z") + secs)
-        == want
+        output.age("2026-01-01T00:00:00Z", until=times.parse("2026-01-01T00:00:00Z") + secs) == want
     )  # type: ignore[operator]

@@ -127,11 +127,11 @@ def test_listing_a_thousand_jobs_is_one_query(tmp_path: Path):
         ex.store.insert_job(replace(row, status=json.dumps(done)))
     statements: list[str] = []
     ex.store._db.set_trace_callback(statements.append)
-    jobs = ex.list()
+    jobs = ex.states(pods=False)
     ex.store._db.set_trace_callback(None)
     assert len(statements) == 1 and statements[0].startswith("SELECT")
-    assert len(jobs) == 1000 and jobs[999].metadata.name == "job-999"
-    assert jobs[0].status.conditions[0].type == "Complete"  # type: ignore[union-attr, index]
+    assert len(jobs) == 1000 and jobs[999].name == "job-999"
+    assert jobs[0].trainjob["status"]["conditions"][0]["type"] == "Complete"
 
 
 def test_a_job_whose_supervisor_never_started_fails_after_a_grace_period(tmp_path: Path):

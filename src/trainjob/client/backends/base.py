@@ -7,15 +7,13 @@ loop (``client.status``), so both backends report and wait the same way.
 from __future__ import annotations
 
 import abc
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from trainjob.client import constants as c
 from trainjob.client import runtimes, types
 from trainjob.client import status as status_mod
-
-NODE_STEP = re.compile(r"^node-(\d+)$")
+from trainjob.client.steps import NODE_STEP
 
 
 class RuntimeBackend(abc.ABC):

@@ -29,7 +29,6 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from trainjob.api import constants as c
@@ -38,6 +37,7 @@ from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 from trainjob.controller import runtimes
+from trainjob.core import times
 from trainjob.errors import ErrorType, FieldError, GoStruct, InvalidError
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
@@ -141,10 +141,6 @@ def deny(errors: list[FieldError] | str, kind: str = "", name: str = "") -> Verd
     return Verdict(allowed=False, status=status)
 
 
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 RuntimeLookup = Callable[[r.Resource, str, str], Obj | None]
 """``(resource, namespace, name) -> runtime`` from an informer cache, None on a miss."""
 
@@ -159,7 +155,7 @@ class Admission:
     def __init__(
         self,
         client: Client,
-        clock: Callable[[], str] = now_rfc3339,
+        clock: Callable[[], str] = times.now,
         cached_runtime: RuntimeLookup | None = None,
     ) -> None:
         self.client = client

@@ -4,7 +4,7 @@
 for the given DNS names and IP addresses). :func:`server_context` turns a certificate and key
 (PEM) into the TLS context the webhook server uses; :func:`expires_within` tells when to rotate.
 
-Used by ``trainjob.controller.webhooks.certmanager`` (dev mode on loopback and the in-cluster
+Used by :mod:`trainjob.controller.webhooks.serving` (dev mode on loopback and the in-cluster
 self-managed Secret).
 """
 

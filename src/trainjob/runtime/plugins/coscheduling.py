@@ -15,6 +15,7 @@ from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.runtime import resources
 from trainjob.runtime.info import Info, Obj
+from trainjob.runtime.kinds import COSCHEDULING_PODGROUP, Kind
 from trainjob.runtime.plugins.jobset import owned_meta
 
 NAME = "CoScheduling"
@@ -39,6 +40,10 @@ def pod_group(trainjob: TrainJob, api_version: str, spec: Obj) -> Obj:
 
 class CoScheduling:
     name = NAME
+
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds it plans (the scheduler-plugins PodGroup) and how each executor treats them."""
+        return (COSCHEDULING_PODGROUP,)
 
     def enforce_pod_group_policy(self, info: Info, trainjob: TrainJob) -> None:
         pgp = info.pod_group_policy

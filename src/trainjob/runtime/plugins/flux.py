@@ -34,6 +34,7 @@ from trainjob.api import constants as c
 from trainjob.api.trainer import FluxMLPolicySource, TrainJob
 from trainjob.errors import FieldError
 from trainjob.runtime.info import Info, Obj, num_gpus, upsert_by
+from trainjob.runtime.kinds import CONFIGMAP, SECRET, Kind
 from trainjob.runtime.plugins import flux_scripts
 from trainjob.runtime.plugins.jobset import owned_meta
 from trainjob.runtime.plugins.trainer import enforce_trainer, node_resources
@@ -175,6 +176,10 @@ def curve_certificate(trainjob: TrainJob) -> str:
 
 class Flux:
     name = NAME
+
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds it plans (the entrypoint ConfigMap and the CURVE Secret) and how each executor treats them."""
+        return (CONFIGMAP, SECRET)
 
     def validate(self, info: Info | None, old: TrainJob | None, new: TrainJob) -> list[FieldError]:
         policy = _policy(info)

@@ -14,14 +14,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from trainjob.api import constants as c
 from trainjob.api.base import to_dict
 from trainjob.api.jobset import API_VERSION as JOBSET_API_VERSION
 from trainjob.api.trainer import DatasetInitializer, PodSpecOverride, PodSpecPatch, TrainJob
+from trainjob.core import conditions as cond
+from trainjob.core import jobset as js
 from trainjob.errors import FieldError
 from trainjob.runtime.info import Endpoints, Info, Obj, upsert_env
+from trainjob.runtime.kinds import JOBSET, Kind
 
 NAME = "JobSet"
 
@@ -63,6 +66,26 @@ def owned_meta(trainjob: TrainJob, name: str | None = None) -> Obj:
 
 class JobSet:
     name = NAME
+
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds it plans (the JobSet it builds) and how each executor treats them."""
+        return (JOBSET,)
+
+    def status(
+        self, trainjob: Obj, owned: Mapping[tuple[str, str], Obj], conditions: list[Obj]
+    ) -> list[Obj] | None:
+        """Upstream's JobSet ``Status``: a JobSet ``Completed=True`` becomes TrainJob
+        ``Complete``, ``Failed=True`` becomes ``Failed`` (same status, reason, message and time);
+        ``jobsStatus`` is the JobSet's ``replicatedJobsStatus``. None while the TrainJob has no
+        JobSet of its own."""
+        jobset = owned.get(JOBSET.key)
+        if jobset is None or not owned_by(jobset, trainjob):
+            return None
+        return apply_jobset_status(conditions, jobset)
+
+    def cleanup(self, trainjob: Obj) -> list[tuple[Kind, str]]:
+        """The JobSet: deleting it stops every pod (past ``activeDeadlineSeconds``)."""
+        return [(JOBSET, str((trainjob.get("metadata") or {}).get("name", "")))]
 
     # -- pod network ---------------------------------------------------------------------------
     def pre_build(self, info: Info, trainjob: TrainJob) -> None:
@@ -303,3 +326,47 @@ def _validate_patch_mutation(old: TrainJob | None, new: TrainJob) -> list[FieldE
             )
         )
     return errors
+
+
+JOB_STATUS_FIELDS = ("ready", "succeeded", "failed", "active", "suspended")
+
+
+def jobs_status(jobset: Obj) -> list[Obj]:
+    """``status.jobsStatus`` of the TrainJob: one entry per replicated job, counts as integers."""
+    out: list[Obj] = []
+    for rj in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
+        entry: Obj = {"name": rj.get("name", "")}
+        for f in JOB_STATUS_FIELDS:
+            entry[f] = int(rj.get(f) or 0)
+        out.append(entry)
+    return out
+
+
+def apply_jobset_status(conditions: list[Obj], jobset: Obj) -> list[Obj]:
+    """Copy the JobSet's terminal conditions into ``conditions``; return the new jobsStatus."""
+    js_conditions = (jobset.get("status") or {}).get("conditions") or []
+    for js_type, tj_type in (
+        (js.CONDITION_COMPLETED, c.CONDITION_COMPLETE),
+        (js.CONDITION_FAILED, c.CONDITION_FAILED),
+    ):
+        js_cond = cond.find(js_conditions, js_type)
+        if js_cond is None or js_cond.get("status") != cond.TRUE:
+            continue
+        cond.set_condition(
+            conditions,
+            tj_type,
+            cond.TRUE,
+            str(js_cond.get("reason") or ""),
+            str(js_cond.get("message") or ""),
+            last_transition_time=js_cond.get("lastTransitionTime"),
+        )
+    return jobs_status(jobset)
+
+
+def owned_by(obj: Obj, owner: Obj) -> bool:
+    """Whether ``owner`` (by uid) is ``obj``'s controller."""
+    uid = (owner.get("metadata") or {}).get("uid")
+    return any(
+        ref.get("controller") and ref.get("uid") == uid
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or ()
+    )

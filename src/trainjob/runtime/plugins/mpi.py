@@ -28,6 +28,7 @@ from trainjob.api.base import to_dict
 from trainjob.api.trainer import MPIMLPolicySource, TrainJob
 from trainjob.errors import FieldError, InvalidError
 from trainjob.runtime.info import Info, Obj, num_gpus, upsert_by, upsert_env
+from trainjob.runtime.kinds import CONFIGMAP, SECRET, Kind
 from trainjob.runtime.plugins.jobset import owned_meta
 from trainjob.runtime.plugins.trainer import node_resources, reserved_envs_error
 
@@ -131,6 +132,10 @@ def _unsupported(impl: str) -> FieldError:
 
 class MPI:
     name = NAME
+
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds it plans (the SSH Secret and the hostfile ConfigMap) and how each executor treats them."""
+        return (SECRET, CONFIGMAP)
 
     def validate(self, info: Info | None, old: TrainJob | None, new: TrainJob) -> list[FieldError]:
         errors: list[FieldError] = []

@@ -20,6 +20,7 @@ from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError
 from trainjob.runtime.info import Info, Obj
+from trainjob.runtime.kinds import VOLCANO_PODGROUP, Kind
 from trainjob.runtime.plugins.coscheduling import min_member_and_resources, pod_group
 
 NAME = "Volcano"
@@ -39,6 +40,10 @@ def _priority_classes(info: Info) -> list[str]:
 
 class Volcano:
     name = NAME
+
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds it plans (Volcano's PodGroup) and how each executor treats them."""
+        return (VOLCANO_PODGROUP,)
 
     def __init__(self, priority_class_error: PriorityClassLookup | None = None) -> None:
         self.priority_class_error = priority_class_error

@@ -1,12 +1,12 @@
-"""cli/cluster's pure mapping: a TrainJob, its JobSet and pods -> the phase, steps and times the
+"""The Kubernetes executor's pure mapping: a TrainJob, its JobSet and pods -> the phase, steps and times the
 job commands print, as the local backend reports them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainjob.cli.cluster import job_state, pod_state
-from trainjob.client.backends.kubernetes import about_trainjob as is_ours
+from trainjob.cluster.state import about_trainjob as is_ours
+from trainjob.cluster.state import job_state, pod_state
 
 
 def pod(job: str, index: int, phase: str, **status: Any) -> dict[str, Any]:

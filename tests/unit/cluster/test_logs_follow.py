@@ -1,9 +1,9 @@
-"""cli/cluster's ``logs -f``: after a followed pod's log ends, the pod that takes over the step.
+"""The Kubernetes executor's ``logs -f``: after a followed pod's log ends, the pod that takes over the step.
 
 Pod logs come from a kubelet, and no kubelet can run here (the test control plane has none: its
 apiserver serves an empty log), so this test talks to a stand-in for the API: an in-memory set of
 pods whose log streams change the cluster when they end, as a JobSet restart or a Job's retry
-would. What it pins is the rule in ``ClusterJobs._successor``; the integration tests
+would. What it pins is the rule in ``KubernetesExecutor._successor``; the integration tests
 (tests/integration/test_cli_kubernetes.py) run the rest against a real apiserver.
 """
 
@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
-
-from trainjob.cli import cluster
-from trainjob.cli.cluster import ClusterJobs
+from trainjob.cluster.executor import KubernetesExecutor
 from trainjob.kube import resources as r
 
 
@@ -37,7 +34,7 @@ def pod(name: str, phase: str, attempt: int = 0, created: str = "2026-11-30T01:0
 
 
 class StandIn:
-    """The few API calls ClusterJobs makes, over in-memory pods; ``after[name]`` runs when that
+    """The few API calls KubernetesExecutor makes, over in-memory pods; ``after[name]`` runs when that
     pod's log stream ends."""
 
     def __init__(self, pods: list[dict], logs: dict[str, list[str]]) -> None:
@@ -64,13 +61,10 @@ class StandIn:
         self.after.pop(name, lambda: None)()
 
 
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster, "POLL", 0.0)
-
-
 def follow(api: StandIn) -> list[str]:
-    return list(ClusterJobs(kube=api).logs("tj", "ns", "node", 0, follow=True))
+    ex = KubernetesExecutor(kube=api)
+    ex.poll_interval = 0.0
+    return list(ex.logs("tj", "ns", "node", 0, follow=True))
 
 
 def test_a_jobset_restart_hands_over_to_the_new_pod() -> None:

@@ -1,0 +1,72 @@
+"""What the controller's informers keep of each object: only the fields it reads.
+
+client-go's ``SetTransform`` for trainjob's :class:`trainjob.controller.informer.Informer`: a
+transform runs on every listed, watched and written-through object before it is cached, and
+returns what to keep (``None``: keep nothing). Memory per TrainJob is what a controller of
+thousands of TrainJobs pays for, and most of an object is not read:
+
+* every object loses ``metadata.managedFields`` (server-side apply's bookkeeping, often as large
+  as the spec: nothing here reads it);
+* a JobSet is kept only when a TrainJob controls it, and then only its identity, owners,
+  ``spec.suspend`` and ``status`` (reconcile reads nothing else; its pod templates, the bulk of it,
+  are the Plan's, which the controller rebuilds when it needs them). JobSets of other owners
+  cost nothing.
+
+Used by ``trainjob.controller.manager`` when it builds the informers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainjob.api import constants as c
+
+Obj = dict[str, Any]
+
+JOBSET_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "ownerReferences",
+)
+
+
+def without_managed_fields(obj: Obj) -> Obj:
+    """``obj`` (a fresh dict from the apiserver, changed in place) without managedFields."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+def controlled_by_trainjob(obj: Obj) -> bool:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if (
+            ref.get("controller")
+            and ref.get("kind") == c.TRAINJOB_KIND
+            and str(ref.get("apiVersion", "")).startswith(c.GROUP + "/")
+        ):
+            return True
+    return False
+
+
+def jobset_view(obj: Obj) -> Obj | None:
+    """A TrainJob's JobSet as reconcile reads it; None for a JobSet no TrainJob controls."""
+    if not controlled_by_trainjob(obj):
+        return None
+    meta = obj.get("metadata") or {}
+    out: Obj = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {k: meta[k] for k in JOBSET_METADATA if k in meta},
+    }
+    spec = obj.get("spec") or {}
+    if "suspend" in spec:
+        out["spec"] = {"suspend": spec["suspend"]}
+    if obj.get("status"):
+        out["status"] = obj["status"]
+    return out

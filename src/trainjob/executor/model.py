@@ -1,0 +1,144 @@
+"""The job model every executor reports in: a job's phase, its pods and its events.
+
+Plain frozen values that :class:`trainjob.executor.base.Executor` implementations (the local
+processes of :mod:`trainjob.local`, a cluster through :mod:`trainjob.cluster`) build from what
+they run, and that the SDK, the CLI (and the dashboard) read, so each shows a job the same way
+whatever runs it. The TrainJob's own ``status`` keeps upstream's condition types (Suspended,
+Complete, Failed); the richer phase (Created, Running, ...) lives here.
+
+Kept free of the API models (the TrainJob is carried as its JSON object), so the local supervisor
+imports it without loading pydantic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainjob.errors import TrainJobError
+
+# Job phases (the SDK's vocabulary plus Suspended).
+CREATED = "Created"
+RUNNING = "Running"
+COMPLETE = "Complete"
+FAILED = "Failed"
+SUSPENDED = "Suspended"
+PHASES = (CREATED, RUNNING, COMPLETE, FAILED, SUSPENDED)
+FINISHED = frozenset({COMPLETE, FAILED})
+
+# Pod phases (Kubernetes' PodPhase values).
+POD_PENDING = "Pending"
+POD_RUNNING = "Running"
+POD_SUCCEEDED = "Succeeded"
+POD_FAILED = "Failed"
+POD_PHASES = (POD_PENDING, POD_RUNNING, POD_SUCCEEDED, POD_FAILED)
+
+NOT_RUN_LOCALLY = "not run locally"
+"""How the message of a pod that the local backend does not run as a process starts (the
+sshd-only worker pods of an MPI runtime): it has no log of its own."""
+
+
+@dataclass(frozen=True)
+class PodState:
+    """One pod of one replicatedJob.
+
+    ``job`` is the replicatedJob name, ``index`` the completion index, ``job_index`` the Job's
+    index among the replicatedJob's replicas (0 unless ``replicas`` > 1). ``started``/``finished``
+    are RFC 3339 timestamps or None; ``restarts`` counts JobSet restarts this pod went through;
+    ``message`` says why a pod is not run (for example the sshd-only ``node`` pods of an MPI
+    runtime run locally) or why it failed; ``ready`` is the pod's Ready condition: Running, its
+    init containers done and its containers passing their readiness probes. Where the executor
+    reads pod specs (a cluster), ``resources`` are the step container's resources (``limits`` and
+    ``requests``) and ``env`` its plain-valued variables: the SDK reads devices from them.
+    """
+
+    job: str
+    index: int
+    name: str
+    phase: str = POD_PENDING
+    exit_code: int | None = None
+    started: str | None = None
+    finished: str | None = None
+    restarts: int = 0
+    job_index: int = 0
+    message: str = ""
+    ready: bool = False
+    resources: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    env: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def step(self) -> tuple[str, int, int]:
+        """(replicatedJob, completion index, Job index): which pod of the JobSet this is."""
+        return self.job, self.index, self.job_index
+
+    @property
+    def runs(self) -> bool:
+        """Whether the pod runs a process with a log of its own."""
+        return not self.message.startswith(NOT_RUN_LOCALLY)
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A job's phase, times and pods. ``reason``/``message`` explain the phase when finished.
+
+    ``trainjob`` is the TrainJob object as the executor stores it (metadata, spec, status), empty
+    where a listing did not read it.
+    """
+
+    name: str
+    namespace: str
+    phase: str
+    created: str
+    started: str | None = None
+    completed: str | None = None
+    restarts: int = 0
+    reason: str = ""
+    message: str = ""
+    pods: tuple[PodState, ...] = field(default_factory=tuple)
+    trainjob: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in FINISHED
+
+    def pod(self, job: str, index: int = 0, job_index: int = 0) -> PodState | None:
+        for p in self.pods:
+            if p.job == job and p.index == index and p.job_index == job_index:
+                return p
+        return None
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        return self.trainjob.get("spec") or {}
+
+    @property
+    def runtime_name(self) -> str:
+        return str((self.spec.get("runtimeRef") or {}).get("name") or "")
+
+    @property
+    def num_nodes(self) -> int | None:
+        """``spec.trainer.numNodes``, None when the TrainJob leaves it to its runtime."""
+        value = (self.spec.get("trainer") or {}).get("numNodes")
+        return int(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes-style event: ``type`` Normal|Warning, a CamelCase reason, a sentence."""
+
+    type: str
+    reason: str
+    message: str
+    timestamp: str
+    involved_kind: str = "TrainJob"
+    involved_name: str = ""
+
+
+class JobFailedError(TrainJobError, RuntimeError):
+    """``wait`` saw the job fail while waiting for other phases (a RuntimeError, as upstream)."""
+
+    def __init__(self, state: JobState) -> None:
+        self.state = state
+        why = f": {state.reason}: {state.message}" if state.reason else ""
+        super().__init__(f"TrainJob {state.namespace}/{state.name} is Failed{why}")

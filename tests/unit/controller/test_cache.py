@@ -1,0 +1,125 @@
+"""What the informers keep (trainjob.controller.cache) and how an Informer applies a transform to
+listed, watched and written-through objects (a fake client feeds it; the real apiserver is in
+tests/integration/test_controller.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from trainjob.controller import cache
+from trainjob.controller.informer import Informer
+from trainjob.kube import resources as r
+from trainjob.kube.watch import WatchEvent
+
+Obj = dict[str, Any]
+
+
+def jobset(name: str, owner: str | None = "tj", rv: str = "1", **status: Any) -> Obj:
+    meta: Obj = {
+        "name": name,
+        "namespace": "ns",
+        "uid": f"uid-{name}",
+        "resourceVersion": rv,
+        "labels": {"a": "b"},
+        "annotations": {"big": "x" * 100},
+        "managedFields": [{"manager": "trainjob", "fieldsV1": {"f:spec": {}}}],
+    }
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                "kind": "TrainJob",
+                "name": owner,
+                "uid": "u",
+                "controller": True,
+            }
+        ]
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": meta,
+        "spec": {"suspend": False, "replicatedJobs": [{"name": "node", "template": {}}]},
+        "status": status,
+    }
+
+
+def test_a_trainjobs_jobset_keeps_identity_owners_suspend_and_status() -> None:
+    got = cache.jobset_view(jobset("a", restarts=2))
+    assert got == {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "a",
+            "namespace": "ns",
+            "uid": "uid-a",
+            "resourceVersion": "1",
+            "ownerReferences": jobset("a")["metadata"]["ownerReferences"],
+        },
+        "spec": {"suspend": False},
+        "status": {"restarts": 2},
+    }
+
+
+def test_a_jobset_no_trainjob_controls_is_not_kept() -> None:
+    assert cache.jobset_view(jobset("a", owner=None)) is None
+    other = jobset("b")
+    other["metadata"]["ownerReferences"][0]["kind"] = "Workload"
+    assert cache.jobset_view(other) is None
+
+
+def test_managed_fields_are_dropped() -> None:
+    obj = jobset("a")
+    assert "managedFields" not in cache.without_managed_fields(obj)["metadata"]
+    assert cache.without_managed_fields({"kind": "X"}) == {"kind": "X"}
+
+
+class FakeClient:
+    """list_all and watch from canned objects and events."""
+
+    def __init__(self, items: list[Obj], events: list[WatchEvent]) -> None:
+        self.items, self.events = items, events
+        self.watched = threading.Event()
+
+    def list_all(self, *a: Any, **kw: Any) -> tuple[list[Obj], str]:
+        return self.items, "10"
+
+    def watch(self, *a: Any, **kw: Any) -> Any:
+        client = self
+
+        class W:
+            def __iter__(self) -> Iterator[WatchEvent]:
+                yield from client.events
+                client.events = []
+                client.watched.set()
+                threading.Event().wait(0.05)
+
+            def stop(self) -> None:
+                pass
+
+        return W()
+
+
+def test_the_informer_caches_what_the_transform_keeps_and_forgets_what_it_drops() -> None:
+    seen: list[tuple[str, str]] = []
+    events = [
+        WatchEvent("ADDED", jobset("c", rv="11")),
+        WatchEvent("ADDED", jobset("orphan", owner=None, rv="12")),
+        WatchEvent("MODIFIED", jobset("a", owner=None, rv="13")),  # its owner reference went
+    ]
+    client = FakeClient([jobset("a"), jobset("b", owner=None)], events)
+    inf = Informer(client, r.JOBSETS, transform=cache.jobset_view)  # type: ignore[arg-type]
+    inf.add_handler(lambda t, obj, _old: seen.append((t, obj["metadata"]["name"])))
+    inf.start()
+    try:
+        assert client.watched.wait(5)
+        assert [o["metadata"]["name"] for o in inf.list()] == ["c"]
+        assert "replicatedJobs" not in (inf.get("ns/c") or {})["spec"]
+        assert seen == [("ADDED", "a"), ("ADDED", "c"), ("DELETED", "a")]
+        inf.update_if_newer(jobset("d", rv="20"))
+        inf.update_if_newer(jobset("e", owner=None, rv="21"))
+        assert inf.get("ns/d") == cache.jobset_view(jobset("d", rv="20"))
+        assert inf.get("ns/e") is None
+    finally:
+        inf.stop()
