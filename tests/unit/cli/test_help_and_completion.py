@@ -72,7 +72,9 @@ def test_completion_rejects_an_unknown_shell() -> None:
     [
         pytest.param(["trainjob", "ge"], ["get"], id="a command"),
         pytest.param(["trainjob", "get", ""], ["jobs", "runtimes"], id="a subcommand"),
-        pytest.param(["trainjob", "--backend", ""], ["local", "container", "kubernetes"], id="a choice"),
+        pytest.param(
+            ["trainjob", "--backend", ""], ["local", "container", "kubernetes"], id="a choice"
+        ),
         pytest.param(["trainjob", "logs", "x", "--f"], ["--follow"], id="an option"),
         pytest.param(["trainjob", "completion", ""], ["bash", "zsh", "fish"], id="the shells"),
     ],
