@@ -48,8 +48,8 @@ def ex(tmp_path: Path, py_image: str) -> Iterator[LocalExecutor]:
     executor = LocalExecutor(tmp_path / "home", runner=ContainerSettings().to_json())
     executor.apply_runtime(L.runtime(image=py_image))
     yield executor
-    for tj in executor.list(None):
-        executor.delete(tj.metadata.name or "", tj.metadata.namespace or "default")
+    for s in executor.states(None, pods=False):
+        executor.delete(s.name, s.namespace)
 
 
 def _wait_for(pred: Any, timeout: float = TIMEOUT, what: str = "condition") -> Any:
