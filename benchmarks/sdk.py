@@ -40,7 +40,7 @@ def seed(client: TrainerClient, n: int) -> None:
     backend: Any = client.backend
     executor = backend.executor
     runtime = backend.get_runtime("torch-distributed")
-    cr = backend._runtime_cr("torch-distributed")
+    cr = executor.get_runtime("torch-distributed", "ClusterTrainingRuntime", None)
     store = executor.store
     t0 = time.time()
     for i in range(n):
@@ -69,7 +69,7 @@ def seed(client: TrainerClient, n: int) -> None:
         store.insert_job(
             st.JobRow(
                 namespace="default",
-                name=tj.metadata.name,
+                name=tj.metadata.name or "",
                 uid=uid,
                 created=created,
                 created_ts=t0 - n + i,
@@ -88,7 +88,7 @@ def seed(client: TrainerClient, n: int) -> None:
             [
                 st.PodRow(
                     namespace="default",
-                    name=tj.metadata.name,
+                    name=tj.metadata.name or "",
                     uid=uid,
                     job="node",
                     job_index=0,

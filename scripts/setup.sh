@@ -9,6 +9,8 @@ say() { printf '==> %s\n' "$*"; }
 
 # System packages first: mpi4py builds against OpenMPI's headers.
 bash scripts/setup-local.sh
+# Debian's chromium for the dashboard's browser tests (Playwright drives it; no browser download).
+bash scripts/setup-browser.sh
 
 if ! command -v uv >/dev/null 2>&1; then
   say "installing uv"
@@ -23,7 +25,7 @@ fi
 say "installing trainjob and its dependencies into .venv"
 # Bytecode compiled now, as pip does: otherwise every torch process (each node, each rank)
 # compiles torch from source when PYTHONDONTWRITEBYTECODE is set or site-packages is read-only.
-uv pip install --quiet --compile-bytecode -p .venv -e ".[dev,docs,torch,initializers,llm]"
+uv pip install --quiet --compile-bytecode -p .venv -e ".[dev,docs,torch,initializers,llm,dashboard]"
 # A .venv made before that flag: uv only compiles what it installs.
 site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 if [ ! -d "$site/torch/__pycache__" ]; then

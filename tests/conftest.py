@@ -1,4 +1,10 @@
-"""Shared pytest options: ``--update-golden`` rewrites the golden files under tests/golden/."""
+"""Shared pytest options: ``--update-golden`` rewrites the golden files under tests/golden/.
+
+Tests run fastest first: ``unit``, then ``e2e`` (real local runs), ``integration`` (a real
+kube-apiserver) and ``cluster`` (the whole test cluster), so a full run reports the quick
+failures early, and ``scripts/test.sh`` can build the cluster's Go binaries in the background
+while the first ones run (their fixtures wait for the builds they need).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,20 @@ from pathlib import Path
 import pytest
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+TIERS = ("unit", "e2e", "integration", "cluster")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+
+    def tier(item: pytest.Item) -> int:
+        path = Path(str(item.path)).resolve()
+        parts = path.relative_to(here).parts if path.is_relative_to(here) else ()
+        return TIERS.index(parts[0]) if parts and parts[0] in TIERS else len(TIERS)
+
+    items.sort(key=tier)  # stable: the order within a tier stays
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -74,6 +74,9 @@ if TYPE_CHECKING:
         TrainerType,
         TrainJobTemplate,
     )
+    from trainjob.progress import (
+        update_trainjob_status,
+    )
 
 _LAZY: dict[str, str] = {
     "ActiveDeadlineSeconds": "trainjob.client.options",
@@ -123,6 +126,7 @@ _LAZY: dict[str, str] = {
     "TrainingRuntimeSource": "trainjob.client.config",
     "TrainingRuntimeSpecPatch": "trainjob.client.options",
     "get_tpu_num_nodes": "trainjob.client.tpu",
+    "update_trainjob_status": "trainjob.progress",
 }
 
 __all__ = [
@@ -177,6 +181,7 @@ __all__ = [
     "TrainingRuntimeSpecPatch",
     "__version__",
     "get_tpu_num_nodes",
+    "update_trainjob_status",
 ]
 
 

@@ -4,6 +4,7 @@
     trainjob[initializers]  boto3, huggingface_hub   s3:// and hf:// downloads (file:// needs none)
     trainjob[llm]           transformers, peft,      the built-in LLM trainer (tune run) and its
                             safetensors, pyarrow     demo
+    trainjob[dashboard]     starlette, uvicorn       trainjob dashboard
 
 A missing one is found before work starts (the local backend's preflight, the initializers, the
 LLM trainer and its demo) and reported as one line naming the extra, instead of a bare
@@ -28,8 +29,13 @@ EXTRA_OF = {
     "peft": "llm",
     "safetensors": "llm",
     "pyarrow": "llm",
+    "starlette": "dashboard",
+    "uvicorn": "dashboard",
 }
 """Module -> the extra that installs it (pyproject.toml's ``[project.optional-dependencies]``)."""
+
+DASHBOARD = ("starlette", "uvicorn")
+"""What ``trainjob dashboard`` serves with."""
 
 LLM_TRAINER = ("torch", "transformers", "peft", "safetensors")
 """What ``python -m trainjob.trainers.llm`` imports (pyarrow only for parquet data)."""

@@ -4,7 +4,7 @@ from kubeflow.trainer import CustomTrainer, TrainerClient
 from kubeflow.trainer.options import Labels
 
 
-def train_pytorch(epochs: int = 2, lr: float = 0.05):
+def train_pytorch(epochs: int = 2, lr: float = 0.05) -> None:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -20,7 +20,7 @@ def train_pytorch(epochs: int = 2, lr: float = 0.05):
     for epoch in range(epochs):
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x[shard]), y[shard])
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         opt.step()
         print(f"epoch {epoch} rank {rank}/{world} loss {loss.item():.4f}", flush=True)
     dist.destroy_process_group()

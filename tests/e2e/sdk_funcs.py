@@ -1,7 +1,7 @@
 """Training functions the SDK e2e tests ship to real local jobs (they need a source file)."""
 
 
-def ddp_all_reduce(epochs=1):
+def ddp_all_reduce(epochs: int = 1) -> None:
     import os
 
     import torch
@@ -16,14 +16,14 @@ def ddp_all_reduce(epochs=1):
     dist.destroy_process_group()
 
 
-def hello(message="hi"):
+def hello(message: str = "hi") -> None:
     import os
 
     print(f"message={message}", flush=True)
     print(f"cwd_files={sorted(os.listdir('.'))}", flush=True)
 
 
-def slow_lines(n=3, pause=1.0):
+def slow_lines(n: int = 3, pause: float = 1.0) -> None:
     import time
 
     for i in range(n):
@@ -31,18 +31,18 @@ def slow_lines(n=3, pause=1.0):
         time.sleep(pause)
 
 
-def fail():
+def fail() -> None:
     raise SystemExit("boom: training failed on purpose")
 
 
-def env_dump():
+def env_dump() -> None:
     import os
 
     print(f"PATH set={bool(os.environ.get('PATH'))}", flush=True)
     print(f"A={os.environ.get('A')} B={os.environ.get('B')}", flush=True)
 
 
-def checked_all_reduce():
+def checked_all_reduce() -> None:
     """Every rank adds its rank + 1; each checks the sum of all (a real gloo all-reduce)."""
     import os
 
@@ -60,7 +60,7 @@ def checked_all_reduce():
     dist.destroy_process_group()
 
 
-def env_and_all_reduce(names, mark):
+def env_and_all_reduce(names: list[str], mark: str) -> None:
     """Print the env ``names`` as one JSON line after ``mark``, then a checked gloo all-reduce."""
     import json
     import os

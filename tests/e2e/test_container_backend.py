@@ -68,7 +68,9 @@ def _uid(ex: LocalExecutor, name: str) -> str:
     return row.uid
 
 
-def test_a_two_node_ddp_run_completes_with_the_all_reduce_checked_on_every_rank(tmp_path: Path):
+def test_a_two_node_ddp_run_completes_with_the_all_reduce_checked_on_every_rank(
+    tmp_path: Path,
+) -> None:
     """The SDK with upstream's ContainerBackendConfig: torch-distributed on 2 nodes of the
     torch-trainer image; each node finds the master by its DNS name on the job's network."""
     trainer_image = containers.image("torch-trainer")
@@ -94,7 +96,7 @@ def test_a_two_node_ddp_run_completes_with_the_all_reduce_checked_on_every_rank(
     client.delete_job(name)
 
 
-def test_a_step_whose_image_lacks_its_command_fails_with_a_clear_reason(ex: LocalExecutor):
+def test_a_step_whose_image_lacks_its_command_fails_with_a_clear_reason(ex: LocalExecutor) -> None:
     tj = L.trainjob("nocmd", "")
     assert tj.spec.trainer is not None
     tj.spec.trainer.command = ["torchrun", "train.py"]
@@ -107,7 +109,7 @@ def test_a_step_whose_image_lacks_its_command_fails_with_a_clear_reason(ex: Loca
     assert f'command "torchrun" not found in image "{image}"' in pod.message
 
 
-def test_two_nodes_resolve_each_other_and_see_the_env_of_a_cluster(ex: LocalExecutor):
+def test_two_nodes_resolve_each_other_and_see_the_env_of_a_cluster(ex: LocalExecutor) -> None:
     """Endpoints stay as written: the pods' hostnames and declared ports, not 127.0.0.1."""
     ex.apply_runtime(L.runtime("ported", ports=[29500], image=containers.image("initializer")))
     code = textwrap.dedent(
@@ -147,7 +149,7 @@ def test_two_nodes_resolve_each_other_and_see_the_env_of_a_cluster(ex: LocalExec
 
 def test_an_initializer_runs_first_and_the_trainer_reads_what_it_wrote(
     tmp_path: Path, py_image: str
-):
+) -> None:
     """dependsOn Complete, and one /workspace for both: the job's own directory, mounted."""
     ex = LocalExecutor(tmp_path / "home", runner=ContainerSettings().to_json())
     ex.apply_runtime(
@@ -171,7 +173,7 @@ def test_an_initializer_runs_first_and_the_trainer_reads_what_it_wrote(
 
 def test_a_failing_pod_restarts_the_jobset_and_the_next_attempt_completes(
     tmp_path: Path, py_image: str
-):
+) -> None:
     ex = LocalExecutor(tmp_path / "home", runner=ContainerSettings().to_json())
     ex.apply_runtime(L.runtime("retry", image=py_image, failure_policy={"maxRestarts": 2}))
     code = "import os, sys; print('attempt', os.environ['ATTEMPT']); sys.exit(0 if os.environ['ATTEMPT'] == '1' else 3)"
@@ -188,7 +190,7 @@ def test_a_failing_pod_restarts_the_jobset_and_the_next_attempt_completes(
 
 def test_suspend_removes_the_containers_resume_starts_new_ones_delete_leaves_nothing(
     ex: LocalExecutor,
-):
+) -> None:
     code = "import os, time; print('up', os.environ['HOSTNAME'], flush=True); time.sleep(600)"
     ex.submit(L.trainjob("pausable", code, nodes=2))
     uid = _uid(ex, "pausable")
@@ -205,7 +207,9 @@ def test_suspend_removes_the_containers_resume_starts_new_ones_delete_leaves_not
     assert containers.left_behind(uid) == {}, "no container, network or pod outlives the job"
 
 
-def test_a_killed_supervisor_fails_the_job_and_its_containers_are_removed(ex: LocalExecutor):
+def test_a_killed_supervisor_fails_the_job_and_its_containers_are_removed(
+    ex: LocalExecutor,
+) -> None:
     ex.submit(L.trainjob("orphan", "import time; print('up', flush=True); time.sleep(600)"))
     uid = _uid(ex, "orphan")
     _wait_for(lambda: list(ex.logs("orphan")) == ["up"], what="the container to run")
@@ -217,7 +221,7 @@ def test_a_killed_supervisor_fails_the_job_and_its_containers_are_removed(ex: Lo
     _wait_for(lambda: containers.left_behind(uid) == {}, 60, "the containers to be removed")
 
 
-def test_limits_are_the_containers_limits(ex: LocalExecutor):
+def test_limits_are_the_containers_limits(ex: LocalExecutor) -> None:
     code = textwrap.dedent(
         """
         from pathlib import Path
@@ -250,7 +254,7 @@ def parse_resources(spec: dict[str, Any]) -> Any:
 
 def test_an_image_that_cannot_be_pulled_fails_the_job_with_the_reason_and_the_fix(
     tmp_path: Path,
-):
+) -> None:
     containers.require_podman()
     ex = LocalExecutor(tmp_path / "home", runner=ContainerSettings().to_json())
     ex.apply_runtime(L.runtime("remote", image="localhost/trainjob/not-built:dev"))
@@ -271,7 +275,7 @@ def test_an_image_that_cannot_be_pulled_fails_the_job_with_the_reason_and_the_fi
         never.submit(L.trainjob("never", "print(1)", runtime="remote"))
 
 
-def test_the_llm_lora_example_runs_on_the_llm_trainer_image(tmp_path: Path):
+def test_the_llm_lora_example_runs_on_the_llm_trainer_image(tmp_path: Path) -> None:
     """examples/llm-lora.yaml on the container backend: trainjob's initializer image for both of
     upstream's initializer steps, its llm-trainer image for torchtune-trainer's (its ``tune run``
     is trainjob's LLM trainer), the demo model and data mounted read-only for file://."""

@@ -51,7 +51,7 @@ def _run(image: str, workspace: Path, hostname: str, env: dict[str, str]) -> Any
     )
 
 
-def test_the_image_is_small_non_root_and_runs_the_initializers(initializer: str):
+def test_the_image_is_small_non_root_and_runs_the_initializers(initializer: str) -> None:
     cfg = containers.image_config(initializer)
     assert cfg["User"] == "65532:65532"
     assert cfg["Cmd"] == ["python", "-m", "trainjob.initializers"]
@@ -61,7 +61,7 @@ def test_the_image_is_small_non_root_and_runs_the_initializers(initializer: str)
 
 def test_the_dataset_step_downloads_an_s3_prefix_into_the_workspace(
     initializer: str, s3: tuple[str, Any], tmp_path: Path
-):
+) -> None:
     endpoint, client = s3
     client.create_bucket(Bucket="data")
     client.put_object(Bucket="data", Key="sets/tiny/train.jsonl", Body=b'{"text": "hi"}\n')
@@ -79,7 +79,7 @@ def test_the_dataset_step_downloads_an_s3_prefix_into_the_workspace(
 
 def test_the_model_step_is_told_by_the_pods_hostname_and_bad_input_is_one_line(
     initializer: str, s3: tuple[str, Any], tmp_path: Path
-):
+) -> None:
     endpoint, client = s3
     client.create_bucket(Bucket="models")
     client.put_object(Bucket="models", Key="tiny/config.json", Body=b"{}")

@@ -61,11 +61,13 @@ def _fill(tmp_path: Path, s3: Any) -> None:
     s3.upload_file(str(table), "llm", "dataset/data/train-00000-of-00001.parquet")
 
 
-def test_a_builtin_lora_fine_tune_runs_here_from_s3_to_a_loadable_adapter(tmp_path, bucket):
+def test_a_builtin_lora_fine_tune_runs_here_from_s3_to_a_loadable_adapter(
+    tmp_path: Path, bucket: str
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
     client = TrainerClient(LocalBackendConfig(home=tmp_path / "home", cwd=str(work)))
-    s3 = {
+    s3: dict[str, Any] = {
         "endpoint": bucket,
         "access_key_id": KEY_ID,
         "secret_access_key": SECRET,
@@ -107,11 +109,13 @@ def test_a_builtin_lora_fine_tune_runs_here_from_s3_to_a_loadable_adapter(tmp_pa
     assert "s3://llm/model" in init_logs and SECRET not in init_logs + logs
 
     # The adapter landed in the job's /workspace/output and loads onto the base model.
+    from peft import LoraConfig as PeftLoraConfig
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
     (adapter,) = (tmp_path / "home").rglob("output/adapter_config.json")
     base = AutoModelForCausalLM.from_pretrained(str(tmp_path / "src-model"))
     tuned = PeftModel.from_pretrained(base, str(adapter.parent))
-    assert tuned.peft_config["default"].r == 4
+    lora = tuned.peft_config["default"]
+    assert isinstance(lora, PeftLoraConfig) and lora.r == 4
     client.delete_job(name)

@@ -212,6 +212,9 @@ def generate(workspace: Path, out: Path) -> None:
     )
     merged = AutoModelForCausalLM.from_pretrained(str(out / "merged"))
     with torch.no_grad():
-        new = tuned.generate(input_ids=ids, max_new_tokens=4, do_sample=False)[0, ids.shape[1] :]
+        new = tuned.generate(  # type: ignore[no-untyped-call]
+            input_ids=ids, max_new_tokens=4, do_sample=False
+        )[0, ids.shape[1] :]
         assert (tuned(input_ids=ids).logits - merged(input_ids=ids).logits).abs().max() < 1e-4
-    assert len(new) >= 1 and tok.decode(new).strip()
+    text = tok.decode(new)
+    assert len(new) >= 1 and isinstance(text, str) and text.strip()

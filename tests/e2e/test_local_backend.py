@@ -12,11 +12,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.e2e import local_jobs as L
 
+from trainjob.api.load import parse
+from trainjob.api.trainer import ClusterTrainingRuntime
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
 from trainjob.executor.model import JobFailedError
 from trainjob.local import LocalExecutor, procs
@@ -27,7 +31,7 @@ TIMEOUT = 90.0
 
 
 @pytest.fixture
-def ex(tmp_path: Path):
+def ex(tmp_path: Path) -> Iterator[LocalExecutor]:
     executor = LocalExecutor(tmp_path / "home")
     executor.apply_runtime(L.runtime())
     yield executor
@@ -55,7 +59,9 @@ def _conditions(ex: LocalExecutor, name: str) -> dict[str, tuple[str, str, str]]
     return {c.type: (c.status, c.reason, c.message) for c in st.conditions or ()}
 
 
-def test_a_two_node_job_runs_each_pod_with_its_index_and_completes(ex: LocalExecutor, tmp_path):
+def test_a_two_node_job_runs_each_pod_with_its_index_and_completes(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     code = "import os; print('index', os.environ['INDEX'], 'pod', os.environ['POD_NAME'])"
     stored = ex.submit(L.trainjob("two", code, nodes=2), cwd=str(tmp_path))
     assert stored.metadata.uid and stored.metadata.creation_timestamp
@@ -73,7 +79,7 @@ def test_a_two_node_job_runs_each_pod_with_its_index_and_completes(ex: LocalExec
     assert [(j.name, j.succeeded, j.failed) for j in job_status or ()] == [("node", 1, 0)]
 
 
-def test_initializer_runs_before_the_trainer_and_shares_the_workspace(tmp_path):
+def test_initializer_runs_before_the_trainer_and_shares_the_workspace(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     init = "open('/workspace/data.txt', 'w').write('made by the initializer')"
     ex.apply_runtime(L.runtime("with-init", initializer=init))
@@ -86,7 +92,7 @@ def test_initializer_runs_before_the_trainer_and_shares_the_workspace(tmp_path):
     assert init_pod.finished <= node_pod.started
 
 
-def test_a_failing_pod_restarts_the_jobset_under_max_restarts(tmp_path):
+def test_a_failing_pod_restarts_the_jobset_under_max_restarts(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     ex.apply_runtime(L.runtime("retry", failure_policy={"maxRestarts": 2}))
     code = "import os, sys; print('attempt', os.environ['ATTEMPT']); sys.exit(0 if os.environ['ATTEMPT'] == '1' else 3)"
@@ -100,7 +106,7 @@ def test_a_failing_pod_restarts_the_jobset_under_max_restarts(tmp_path):
     assert "Restarting" in reasons and reasons[-1] == "AllJobsCompleted"
 
 
-def test_a_job_that_keeps_failing_fails_after_max_restarts(tmp_path):
+def test_a_job_that_keeps_failing_fails_after_max_restarts(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     ex.apply_runtime(L.runtime("retry", failure_policy={"maxRestarts": 1}))
     ex.submit(L.trainjob("bad", "raise SystemExit(7)", runtime="retry"), cwd=str(tmp_path))
@@ -114,7 +120,9 @@ def test_a_job_that_keeps_failing_fails_after_max_restarts(tmp_path):
     assert s.pods[0].exit_code == 7
 
 
-def test_without_a_failure_policy_one_failed_pod_fails_the_job(ex: LocalExecutor, tmp_path):
+def test_without_a_failure_policy_one_failed_pod_fails_the_job(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     ex.submit(L.trainjob("once", "raise SystemExit(2)"), cwd=str(tmp_path))
     s = ex.wait("once", phases={"Failed"}, timeout=TIMEOUT)
     assert s.reason == "FailedJobs"
@@ -124,7 +132,9 @@ def test_without_a_failure_policy_one_failed_pod_fails_the_job(ex: LocalExecutor
     assert _conditions(ex, "once")["Failed"][1] == "FailedJobs"
 
 
-def test_active_deadline_fails_the_job_and_stops_its_processes(ex: LocalExecutor, tmp_path):
+def test_active_deadline_fails_the_job_and_stops_its_processes(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
     ex.submit(L.trainjob("slow", code, activeDeadlineSeconds=2), cwd=str(tmp_path))
     s = ex.wait("slow", phases={"Failed"}, timeout=TIMEOUT)
@@ -138,7 +148,7 @@ def test_active_deadline_fails_the_job_and_stops_its_processes(ex: LocalExecutor
     _wait_for(lambda: not _pid_alive(pid), 10, "the worker to exit")
 
 
-def test_delete_cancels_a_running_job(ex: LocalExecutor, tmp_path):
+def test_delete_cancels_a_running_job(ex: LocalExecutor, tmp_path: Path) -> None:
     code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
     ex.submit(L.trainjob("cancel", code), cwd=str(tmp_path))
     pid = int(_wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text()))
@@ -149,7 +159,9 @@ def test_delete_cancels_a_running_job(ex: LocalExecutor, tmp_path):
     assert not (ex.home / "jobs" / "default" / "cancel").exists()
 
 
-def test_suspend_stops_the_pods_and_resume_starts_them_again(ex: LocalExecutor, tmp_path):
+def test_suspend_stops_the_pods_and_resume_starts_them_again(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     code = textwrap.dedent(
         """
         import os, time
@@ -182,7 +194,9 @@ def test_suspend_stops_the_pods_and_resume_starts_them_again(ex: LocalExecutor, 
     assert list(ex.logs("pausable")) == ["started", "done"]  # the resumed pod's log only
 
 
-def test_a_job_submitted_suspended_starts_only_when_resumed(ex: LocalExecutor, tmp_path):
+def test_a_job_submitted_suspended_starts_only_when_resumed(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     ex.submit(L.trainjob("later", "print('ran')", suspend=True), cwd=str(tmp_path))
     time.sleep(0.5)
     s = ex.state("later")
@@ -191,7 +205,7 @@ def test_a_job_submitted_suspended_starts_only_when_resumed(ex: LocalExecutor, t
     assert ex.wait("later", timeout=TIMEOUT).phase == "Complete"
 
 
-def test_the_job_outlives_the_client_that_submitted_it(tmp_path):
+def test_the_job_outlives_the_client_that_submitted_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
     script = textwrap.dedent(
         f"""
@@ -234,7 +248,7 @@ ECHO = textwrap.dedent(
 )
 
 
-def test_two_jobs_listening_on_the_same_port_run_at_once(tmp_path):
+def test_two_jobs_listening_on_the_same_port_run_at_once(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     ex.apply_runtime(L.runtime("net", ports=[29500]))
     for name in ("net-a", "net-b"):
@@ -246,7 +260,9 @@ def test_two_jobs_listening_on_the_same_port_run_at_once(tmp_path):
         assert list(ex.logs(name, index=1)) == [f"hello from {name}"]
 
 
-def test_a_sigkilled_worker_fails_the_job_with_its_exit_code(ex: LocalExecutor, tmp_path):
+def test_a_sigkilled_worker_fails_the_job_with_its_exit_code(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
     ex.submit(L.trainjob("victim", code), cwd=str(tmp_path))
     pid = int(_wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text()))
@@ -257,7 +273,9 @@ def test_a_sigkilled_worker_fails_the_job_with_its_exit_code(ex: LocalExecutor, 
     assert s.pods[0].message == 'container "node" failed: exit code 137 (killed by SIGKILL)'
 
 
-def test_a_sigkilled_supervisor_fails_the_job_and_stops_its_workers(ex: LocalExecutor, tmp_path):
+def test_a_sigkilled_supervisor_fails_the_job_and_stops_its_workers(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
     ex.submit(L.trainjob("orphaned", code), cwd=str(tmp_path))
     pid = int(_wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text()))
@@ -269,11 +287,11 @@ def test_a_sigkilled_supervisor_fails_the_job_and_stops_its_workers(ex: LocalExe
     assert "exited while the job was Running" in s.message
     _wait_for(lambda: not _pid_alive(pid), 10, "the orphaned worker to exit")
     assert s.pods[0].phase == "Failed"
-    (node,) = ex.get("orphaned").status.jobs_status or ()  # type: ignore[union-attr]
+    (node,) = ex.get("orphaned").status.jobs_status or []  # type: ignore[union-attr]
     assert (node.name, node.active, node.ready) == ("node", 0, 0)
 
 
-def test_bad_input_is_refused_before_anything_starts(ex: LocalExecutor, tmp_path):
+def test_bad_input_is_refused_before_anything_starts(ex: LocalExecutor, tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match='"no-such-runtime" not found'):
         ex.submit(L.trainjob("x", "pass", runtime="no-such-runtime"))
     with pytest.raises(InvalidError, match="RFC 1035"):
@@ -300,7 +318,7 @@ def test_bad_input_is_refused_before_anything_starts(ex: LocalExecutor, tmp_path
         ex.submit(L.trainjob("x", "pass"), cwd=str(tmp_path))
 
 
-def test_a_container_without_a_command_says_how_to_fix_it(ex: LocalExecutor):
+def test_a_container_without_a_command_says_how_to_fix_it(ex: LocalExecutor) -> None:
     job = L.trainjob("nocmd", "pass")
     job.spec.trainer.command = None  # type: ignore[union-attr]
     with pytest.raises(ConfigError) as err:
@@ -309,7 +327,7 @@ def test_a_container_without_a_command_says_how_to_fix_it(ex: LocalExecutor):
     assert "spec.trainer.command" in str(err.value)
 
 
-def test_follow_streams_lines_as_they_are_written(ex: LocalExecutor, tmp_path):
+def test_follow_streams_lines_as_they_are_written(ex: LocalExecutor, tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
         import os, time
@@ -344,7 +362,9 @@ def tiny_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
     subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-def test_a_full_disk_fails_the_job_with_a_reason_and_delete_frees_it(tiny_disk: Path, tmp_path):
+def test_a_full_disk_fails_the_job_with_a_reason_and_delete_frees_it(
+    tiny_disk: Path, tmp_path: Path
+) -> None:
     ex = LocalExecutor(tiny_disk)
     ex.apply_runtime(L.runtime())
     code = "for i in range(100_000): print('x' * 100, i)"
@@ -366,7 +386,7 @@ def test_a_full_disk_fails_the_job_with_a_reason_and_delete_frees_it(tiny_disk: 
     assert list(ex.logs("more")) == ["room again"]
 
 
-def test_follow_goes_on_with_the_new_log_when_the_jobset_restarts(tmp_path):
+def test_follow_goes_on_with_the_new_log_when_the_jobset_restarts(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     ex.apply_runtime(L.runtime("retry", failure_policy={"maxRestarts": 1}))
     code = "import os, sys; print('attempt', os.environ['ATTEMPT']); sys.exit(int(os.environ['ATTEMPT']) == 0)"
@@ -376,7 +396,9 @@ def test_follow_goes_on_with_the_new_log_when_the_jobset_restarts(tmp_path):
     assert list(ex.logs("again")) == ["attempt 1"]
 
 
-def test_a_port_in_use_fails_the_job_with_what_the_worker_said(ex: LocalExecutor, tmp_path):
+def test_a_port_in_use_fails_the_job_with_what_the_worker_said(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
     import socket
 
     with socket.create_server(("", 0)) as taken:
@@ -391,7 +413,7 @@ def test_a_port_in_use_fails_the_job_with_what_the_worker_said(ex: LocalExecutor
     )
 
 
-def test_suspend_stops_pods_that_ignore_sigterm_together(ex: LocalExecutor, tmp_path):
+def test_suspend_stops_pods_that_ignore_sigterm_together(ex: LocalExecutor, tmp_path: Path) -> None:
     # Each pod gets SIGTERM, then SIGKILL after one grace period (3 s) for all of them: four
     # pods one after another (12 s) outlasted suspend's wait (10 s) and it returned Running.
     code = textwrap.dedent(
@@ -431,7 +453,7 @@ CLIENT = (
 
 def _runtime_with_server(
     name: str, probe: dict[str, object], *, in_order: bool = False
-) -> L.ClusterTrainingRuntime:
+) -> ClusterTrainingRuntime:
     """``server`` then ``node``; node waits for server by dependsOn Ready, or by startupPolicy."""
     data = L.runtime(name).to_dict()
     jobs = data["spec"]["template"]["spec"]["replicatedJobs"]
@@ -465,8 +487,8 @@ def _runtime_with_server(
         "operator": "All",
         "targetReplicatedJobs": ["node"],
     }
-    obj = L.parse(data)
-    assert isinstance(obj, L.ClusterTrainingRuntime)
+    obj = parse(data)
+    assert isinstance(obj, ClusterTrainingRuntime)
     return obj
 
 
@@ -496,7 +518,9 @@ TCP_PROBE = {"tcpSocket": {"port": "http"}, "periodSeconds": 1}
     ],
     ids=["dependsOn-tcpSocket", "dependsOn-exec", "startupPolicy-InOrder"],
 )
-def test_a_job_waiting_for_ready_waits_for_the_readiness_probe(tmp_path, probe, in_order):
+def test_a_job_waiting_for_ready_waits_for_the_readiness_probe(
+    tmp_path: Path, probe: dict[str, Any], in_order: bool
+) -> None:
     ex = LocalExecutor(tmp_path / "home")
     ex.apply_runtime(_runtime_with_server("served", probe, in_order=in_order))
     ex.submit(
@@ -515,7 +539,7 @@ def test_a_job_waiting_for_ready_waits_for_the_readiness_probe(tmp_path, probe, 
     assert unhealthy[0].message.startswith("Readiness probe failed: ")
 
 
-def test_a_failing_liveness_probe_kills_the_container_and_fails_the_job(tmp_path):
+def test_a_failing_liveness_probe_kills_the_container_and_fails_the_job(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     data = L.runtime("live").to_dict()
     ctr = data["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
@@ -530,7 +554,7 @@ def test_a_failing_liveness_probe_kills_the_container_and_fails_the_job(tmp_path
     data["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
         "volumes"
     ] = [{"name": "ws", "emptyDir": {}}]
-    ex.apply_runtime(L.parse(data))  # type: ignore[arg-type]
+    ex.apply_runtime(parse(data))  # type: ignore[arg-type]
     code = "import time; open('/workspace/alive', 'w').close(); time.sleep(3);" + (
         "import os; os.remove('/workspace/alive'); time.sleep(600)"
     )
@@ -543,7 +567,9 @@ def test_a_failing_liveness_probe_kills_the_container_and_fails_the_job(tmp_path
     assert ("Unhealthy", "Pod") in reasons and ("Killing", "Pod") in reasons
 
 
-def test_the_upstream_dataset_initializer_image_runs_here_before_the_trainer(tmp_path):
+def test_the_upstream_dataset_initializer_image_runs_here_before_the_trainer(
+    tmp_path: Path,
+) -> None:
     """A runtime written for the cluster (initializer image, no command) runs unchanged: the step
     is trainjob's own initializer, fed by spec.initializer.dataset.storageUri."""
     ex = LocalExecutor(tmp_path / "home")
@@ -553,7 +579,7 @@ def test_the_upstream_dataset_initializer_image_runs_here_before_the_trainer(tmp
     assert ctr["name"] == "dataset-initializer"
     del ctr["command"]
     ctr["image"] = "ghcr.io/kubeflow/trainer/dataset-initializer:latest"
-    ex.apply_runtime(L.parse(data))  # type: ignore[arg-type]
+    ex.apply_runtime(parse(data))  # type: ignore[arg-type]
     source = tmp_path / "corpus"
     (source / "train").mkdir(parents=True)
     (source / "train" / "part-0.jsonl").write_text('{"text": "hello"}\n')

@@ -37,7 +37,7 @@ def _example(name: str) -> TrainJob:
 @pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="needs torch (the torch extra)"
 )
-def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path):
+def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     for _attempt in range(3):
         if _attempt:
@@ -68,7 +68,7 @@ def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path):
     shutil.which("mpirun") is None or importlib.util.find_spec("mpi4py") is None,
     reason="needs OpenMPI (scripts/setup-local.sh) and mpi4py (the torch extra)",
 )
-def test_mpi_example_runs_every_rank_through_mpirun(tmp_path):
+def test_mpi_example_runs_every_rank_through_mpirun(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
     ex.submit(_example("mpi-hello.yaml"), cwd=str(ROOT / "examples"))
     s = ex.wait("mpi-hello", timeout=300)
@@ -100,7 +100,7 @@ def _cli(home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path):
+def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
     job = L.trainjob("cli-job", "import os; print('hello from', os.environ['INDEX'])", nodes=2)
@@ -158,7 +158,7 @@ def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path):
     assert gone.stderr == 'error: trainjobs.trainer.kubeflow.org "cli-job" not found\n'
 
 
-def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path):
+def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
     job = L.trainjob("cli-bad", "raise ValueError('lr must be positive')")
@@ -176,7 +176,7 @@ def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path):
     _cli(home, "delete", "cli-bad", cwd=tmp_path)
 
 
-def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_path):
+def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_path: Path) -> None:
     home = tmp_path / "home"
     init = "import time; time.sleep(0.5); open('/workspace/data.txt', 'w').write('data')"
     (tmp_path / "runtime.yaml").write_text(
@@ -193,7 +193,7 @@ def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_pa
     assert run.stderr.splitlines()[-1].startswith("trainjob.trainer.kubeflow.org/inits Complete")
 
 
-def test_logs_are_printed_verbatim(tmp_path):
+def test_logs_are_printed_verbatim(tmp_path: Path) -> None:
     # No rich markup, emoji codes or highlighting applied to what the job printed.
     home = tmp_path / "home:thumbs_up:"
     line = "loss :thumbs_up: [bold]0.5[/bold] \x1b[31mred\x1b[0m"
@@ -211,7 +211,9 @@ def test_logs_are_printed_verbatim(tmp_path):
     any(importlib.util.find_spec(m) is None for m in ("peft", "pyarrow", "transformers")),
     reason="needs the llm extra",
 )
-def test_llm_lora_example_fine_tunes_the_demo_model_through_the_torchtune_runtime(tmp_path):
+def test_llm_lora_example_fine_tunes_the_demo_model_through_the_torchtune_runtime(
+    tmp_path: Path,
+) -> None:
     demo = subprocess.run(
         [sys.executable, "-m", "trainjob.trainers.llm.demo", str(tmp_path / "demo")],
         capture_output=True,
@@ -239,7 +241,9 @@ def test_llm_lora_example_fine_tunes_the_demo_model_through_the_torchtune_runtim
     assert (out / "adapter_model.safetensors").is_file()
 
 
-def test_relative_paths_in_a_file_are_relative_to_the_file_from_any_directory(tmp_path):
+def test_relative_paths_in_a_file_are_relative_to_the_file_from_any_directory(
+    tmp_path: Path,
+) -> None:
     """``trainjob run -f /path/to/job.yaml`` from elsewhere: the commands run in the file's
     directory (as docker compose resolves a compose file's paths), so ``python scripts/x.py``
     is found; a TrainJob from stdin runs in the working directory."""
@@ -267,7 +271,7 @@ def test_relative_paths_in_a_file_are_relative_to_the_file_from_any_directory(tm
 
 
 @pytest.mark.parametrize("example", ["torch-ddp.yaml", "mpi-hello.yaml"])
-def test_the_examples_name_their_scripts_relative_to_themselves(example):
+def test_the_examples_name_their_scripts_relative_to_themselves(example: str) -> None:
     tj = _example(example)
     assert tj.spec.trainer is not None
     scripts = [a for a in [*(tj.spec.trainer.command or ()), *(tj.spec.trainer.args or ())]]

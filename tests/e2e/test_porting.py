@@ -35,7 +35,7 @@ def port(text: str) -> str:
     return PORTED.sub("from trainjob import ", text)
 
 
-def test_only_the_import_lines_change():
+def test_only_the_import_lines_change() -> None:
     before, after = SCRIPT.read_text().splitlines(), port(SCRIPT.read_text()).splitlines()
     assert [(a, b) for a, b in zip(before, after, strict=True) if a != b] == [
         (
@@ -50,7 +50,7 @@ def test_only_the_import_lines_change():
 TORCH_EXIT_ABORT = "terminate called without an active exception"
 
 
-def test_kubeflow_script_runs_on_trainjob(tmp_path):
+def test_kubeflow_script_runs_on_trainjob(tmp_path: Path) -> None:
     script = tmp_path / "train_job.py"
     script.write_text(port(SCRIPT.read_text()))
     home = tmp_path / "home"

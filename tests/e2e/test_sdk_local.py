@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.e2e import sdk_funcs as f
@@ -56,7 +58,7 @@ PLAIN = {
 
 
 @pytest.fixture
-def client(tmp_path):
+def client(tmp_path: Path) -> Iterator[TrainerClient]:
     work = tmp_path / "work"
     work.mkdir()
     c = TrainerClient(
@@ -68,7 +70,7 @@ def client(tmp_path):
         c.delete_job(job.name)
 
 
-def test_runtimes_are_listed_and_read(client):
+def test_runtimes_are_listed_and_read(client: TrainerClient) -> None:
     names = [r.name for r in client.list_runtimes()]
     assert "torch-distributed" in names and "plain-python" in names
     rt = client.get_runtime("torch-distributed")
@@ -77,7 +79,7 @@ def test_runtimes_are_listed_and_read(client):
         client.get_runtime("no-such-runtime")
 
 
-def test_two_node_custom_trainer_runs_torch_distributed(client):
+def test_two_node_custom_trainer_runs_torch_distributed(client: TrainerClient) -> None:
     name = client.train(
         runtime="torch-distributed",
         trainer=CustomTrainer(
@@ -112,7 +114,7 @@ def test_two_node_custom_trainer_runs_torch_distributed(client):
     assert "AllJobsCompleted" in reasons
 
 
-def test_follow_yields_lines_as_they_are_written(client):
+def test_follow_yields_lines_as_they_are_written(client: TrainerClient) -> None:
     name = client.train(
         runtime="plain-python",
         trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 3, "pause": 1.5}),
@@ -128,7 +130,7 @@ def test_follow_yields_lines_as_they_are_written(client):
     assert client.get_job(name).status == "Complete"
 
 
-def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client):
+def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client: TrainerClient) -> None:
     name = client.train(runtime="plain-python", trainer=CustomTrainer(func=f.fail))
     polls: list[str] = []
     # the error says why, as the events do: the JobSet's verdict, then the failed pod's log
@@ -146,7 +148,9 @@ def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client):
     assert any("boom: training failed on purpose" in ln for ln in client.get_job_logs(name))
 
 
-def test_env_is_merged_into_the_environment_and_config_env_is_overridden(client):
+def test_env_is_merged_into_the_environment_and_config_env_is_overridden(
+    client: TrainerClient,
+) -> None:
     name = client.train(
         runtime="plain-python", trainer=CustomTrainer(func=f.env_dump, env={"A": "from-trainer"})
     )
@@ -154,7 +158,9 @@ def test_env_is_merged_into_the_environment_and_config_env_is_overridden(client)
     assert list(client.get_job_logs(name)) == ["PATH set=True", "A=from-trainer B=from-config"]
 
 
-def test_hostile_arguments_reach_the_function_unchanged_and_touch_nothing(client, tmp_path):
+def test_hostile_arguments_reach_the_function_unchanged_and_touch_nothing(
+    client: TrainerClient, tmp_path: Path
+) -> None:
     hostile = "\"; touch pwned; echo '$(touch pwned2)' `touch pwned3` #"
     name = client.train(
         runtime="plain-python", trainer=CustomTrainer(func=f.hello, func_args={"message": hostile})
@@ -164,7 +170,7 @@ def test_hostile_arguments_reach_the_function_unchanged_and_touch_nothing(client
     assert list((tmp_path / "work").iterdir()) == []
 
 
-def test_options_name_and_labels_and_waiting_for_running(client):
+def test_options_name_and_labels_and_waiting_for_running(client: TrainerClient) -> None:
     name = client.train(
         runtime="plain-python",
         options=[Name("my-named-job"), Labels({"team": "ml"})],
@@ -181,8 +187,8 @@ def test_options_name_and_labels_and_waiting_for_running(client):
         client.get_job(name)
 
 
-def test_unshippable_function_is_refused_before_anything_is_stored(client):
-    def local_fn():
+def test_unshippable_function_is_refused_before_anything_is_stored(client: TrainerClient) -> None:
+    def local_fn() -> int:
         return 1
 
     with pytest.raises(ValueError, match="Cannot ship"):
@@ -191,7 +197,9 @@ def test_unshippable_function_is_refused_before_anything_is_stored(client):
 
 
 @pytest.mark.parametrize("by_name", [False, True], ids=["a Runtime", "a runtime name"])
-def test_get_runtime_packages_prints_python_and_packages(client, capsys, by_name):
+def test_get_runtime_packages_prints_python_and_packages(
+    client: TrainerClient, capsys: pytest.CaptureFixture[str], by_name: bool
+) -> None:
     runtime = "plain-python" if by_name else client.get_runtime("plain-python")
     client.get_runtime_packages(runtime)
     out = capsys.readouterr().out
@@ -201,7 +209,9 @@ def test_get_runtime_packages_prints_python_and_packages(client, capsys, by_name
     assert client.list_jobs() == []
 
 
-def test_in_a_jupyter_kernel_cell_functions_ship_and_progress_updates_one_line(tmp_path):
+def test_in_a_jupyter_kernel_cell_functions_ship_and_progress_updates_one_line(
+    tmp_path: Path,
+) -> None:
     """A real ipykernel: a function typed in a cell is shipped (its source comes from the cell),
     one that uses a notebook variable is refused, and show_progress updates one display in place."""
     pytest.importorskip("ipykernel")
@@ -212,7 +222,7 @@ def test_in_a_jupyter_kernel_cell_functions_ship_and_progress_updates_one_line(t
 
         def run(code: str) -> list[tuple[str, str, str | None]]:
             msg_id = kc.execute(code)
-            out = []
+            out: list[tuple[str, str, str | None]] = []
             while True:
                 msg = kc.get_iopub_msg(timeout=300)
                 if msg["parent_header"].get("msg_id") != msg_id:

@@ -13,7 +13,7 @@ from tests.integration.controller_harness import Controller, builtin_runtime, st
 from trainjob.kube import Client
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 
 @pytest.fixture(scope="session")

@@ -18,16 +18,16 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import yaml
 
-from trainjob.controller.http import free_port
+from trainjob.controller.http import free_ports
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
@@ -86,7 +86,7 @@ def start_controller(
     kubeconfig: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> Controller:
-    metrics_port, health_port = free_port(), free_port()
+    metrics_port, health_port = free_ports(2)
     args = [
         "controller",
         "--kubeconfig",
@@ -131,15 +131,19 @@ def start_controller(
 
 
 def wait_for(
-    fn: Callable[[], T], timeout: float = 30, interval: float = 0.1, what: str = "condition"
+    fn: Callable[[], T | Literal[False] | None],
+    timeout: float = 30,
+    interval: float = 0.1,
+    what: str = "condition",
 ) -> T:
-    """Poll ``fn`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    """Poll ``fn`` until it returns something truthy (that value, no longer Optional); fail
+    with ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
         last = fn()
         if last:
-            return last
+            return cast(T, last)
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 

@@ -6,6 +6,7 @@ this one is the real thing.)"""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
@@ -19,7 +20,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -73,7 +74,9 @@ def test_the_controller_rides_out_a_real_apiserver_restart(
             for n in names:
                 kube.create(r.TRAINJOBS, trainjob(n, namespace))
             for n in names:
-                wait_for(lambda n=n: kube.get_or_none(r.JOBSETS, n, namespace), timeout=60, what=n)
+                wait_for(
+                    functools.partial(kube.get_or_none, r.JOBSETS, n, namespace), timeout=60, what=n
+                )
             # The JobSet watch resumed: status written now reaches the TrainJob.
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             kube.patch_status(

@@ -24,7 +24,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -169,12 +169,12 @@ def test_run_get_describe_suspend_resume_delete_on_the_cluster(
     make_pod(kube, namespace, "ddp", 0, "Running")
     make_pod(kube, namespace, "ddp", 1, "Failed", exit_code=3)
     got = cli(control_plane, "get", "jobs", "-n", namespace, "-o", "wide")
-    row = got.stdout.splitlines()[1].split()
-    assert row[:2] == ["ddp", "Running"] and row[6] == "2026-11-30T01:00:00Z", got.stdout
+    cells = got.stdout.splitlines()[1].split()
+    assert cells[:2] == ["ddp", "Running"] and cells[6] == "2026-11-30T01:00:00Z", got.stdout
 
     everywhere = cli(control_plane, "get", "jobs", "-A").stdout.splitlines()
     assert everywhere[0].split()[:2] == ["NAMESPACE", "NAME"]
-    assert [namespace, "ddp", "Running"] in [row.split()[:3] for row in everywhere[1:]]
+    assert [namespace, "ddp", "Running"] in [line.split()[:3] for line in everywhere[1:]]
 
     described = cli(control_plane, "describe", "job", "ddp", "-n", namespace)
     assert described.returncode == 0, described.stderr

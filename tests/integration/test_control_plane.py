@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -205,7 +205,7 @@ REPO_CRDS = repo_crds()
 
 
 @pytest.mark.parametrize(
-    "crd", REPO_CRDS or [None], ids=[c["metadata"]["name"] for c in REPO_CRDS] or ["none"]
+    "crd", [*REPO_CRDS] or [None], ids=[c["metadata"]["name"] for c in REPO_CRDS] or ["none"]
 )
 def test_repo_crd_established(control_plane: ControlPlane, crd: dict[str, Any] | None) -> None:
     if crd is None:

@@ -26,7 +26,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.control_plane import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["tests.integration.controller_fixtures"]
@@ -99,19 +99,21 @@ def _get(port: int, path: str) -> int:
         return 0
 
 
-def test_the_image_runs_the_controller_as_the_deployment_does(controller_image: str):
+def test_the_image_runs_the_controller_as_the_deployment_does(controller_image: str) -> None:
     cfg = containers.image_config(controller_image)
     user, _ = deployment_security()
     assert cfg["User"] == user, "the image's user is the Deployment's runAsUser"
     assert cfg["Entrypoint"] == ["trainjob"] and cfg["Cmd"] == ["controller"]
     dep = yaml.safe_load((REPO / "manifests/controller/base/deployment.yaml").read_text())
     ports = {p["containerPort"] for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
-    assert set(cfg.get("ExposedPorts") or {}) == {f"{p}/tcp" for p in ports}
+    exposed = cfg.get("ExposedPorts") or {}
+    assert isinstance(exposed, dict)
+    assert set(exposed) == {f"{p}/tcp" for p in ports}
 
 
 def test_the_controller_image_serves_healthz_and_reconciles_a_trainjob(
     running: tuple[int, str], kube: Client, namespace: str
-):
+) -> None:
     health, name = running
     wait_for(lambda: _get(health, "/healthz") == 200, timeout=120, what="/healthz")
     wait_for(lambda: _get(health, "/readyz") == 200, timeout=60, what="/readyz")

@@ -6,6 +6,7 @@ TrainJobs created meanwhile."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
 import threading
 import time
@@ -21,7 +22,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -108,7 +109,9 @@ def test_the_controller_rides_out_an_apiserver_outage(
         outage.join()
 
         for n in names:
-            wait_for(lambda n=n: kube.get_or_none(r.JOBSETS, n, namespace), timeout=60, what=n)
+            wait_for(
+                functools.partial(kube.get_or_none, r.JOBSETS, n, namespace), timeout=60, what=n
+            )
         assert ctl.proc.poll() is None, "the controller survived"
         assert ctl.ready()
         assert "list/watch failed (retrying in" in ctl.log()

@@ -26,7 +26,7 @@ from tests.unit.api.crd_docs import (
 from trainjob.api import crd
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytestmark = pytest.mark.integration
 

@@ -27,7 +27,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -129,7 +129,12 @@ def test_status_events_watch_and_delete_read_the_same_from_both_front_ends(
         complete(kube, namespace, "fe", second)
 
     released = threading.Event()
-    driver = threading.Thread(target=lambda: (released.wait(60), restart_then_complete()))
+
+    def drive() -> None:
+        released.wait(60)
+        restart_then_complete()
+
+    driver = threading.Thread(target=drive)
     driver.start()
     try:
         seen = front.watch("fe", released.set)

@@ -37,7 +37,7 @@ from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration

@@ -5,6 +5,7 @@ histogram agree with each other. ``/healthz`` and ``/readyz`` answer ``ok``."""
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -57,7 +58,7 @@ def test_jobs_by_state_and_reconcile_metrics_tell_what_is_on_the_apiserver(
     try:
         assert ctl.get(ctl.health_port, "/healthz") == (200, "ok\n")
         assert ctl.get(ctl.health_port, "/readyz") == (200, "ok\n")
-        for name, spec in {
+        specs: dict[str, dict[str, Any]] = {
             "running": {},
             "held": {"suspend": True},
             "done": {},
@@ -65,14 +66,19 @@ def test_jobs_by_state_and_reconcile_metrics_tell_what_is_on_the_apiserver(
             "orphan": {"runtimeRef": {"name": "nope", "kind": "TrainingRuntime"}},
             "odd": {"runtimeRef": {"name": "x", "apiGroup": "example.com", "kind": "Other"}},
             "elsewhere": {"managedBy": "kueue.x-k8s.io/multikueue"},
-        }.items():
+        }
+        for name, spec in specs.items():
             kube.create(r.TRAINJOBS, trainjob(name, namespace, **spec))
         for name in ("running", "held", "done", "broken"):
-            wait_for(lambda n=name: kube.get_or_none(r.JOBSETS, n, namespace), what=name)
+            wait_for(functools.partial(kube.get_or_none, r.JOBSETS, name, namespace), what=name)
         finish_jobset(kube, "done", namespace, "Completed", "AllJobsCompleted")
         finish_jobset(kube, "broken", namespace, "Failed", "FailedJobs")
+
+        def condition(name: str, cond: str) -> Any:
+            return conditions(kube, name, namespace).get(cond)
+
         for name, cond in (("done", "Complete"), ("broken", "Failed"), ("odd", "Failed")):
-            wait_for(lambda n=name, c=cond: conditions(kube, n, namespace).get(c), what=cond)
+            wait_for(functools.partial(condition, name, cond), what=cond)
         wait_for(lambda: conditions(kube, "orphan", namespace).get("RuntimeNotFound"), what="RNF")
 
         want = {
@@ -100,15 +106,11 @@ def test_jobs_by_state_and_reconcile_metrics_tell_what_is_on_the_apiserver(
             return total, errors, count, m
 
         # One scrape may fall between a reconcile's counter and its histogram: take a quiet one.
-        total, _, _, m = wait_for(
-            lambda: (
-                (got := reconcile_counts())
-                and got[1] == got[0]["error"]
-                and got[2] == sum(got[0].values())
-                and got
-            ),
-            what="consistent reconcile counters",
-        )
+        def consistent() -> tuple[dict[str, float], float, float, Any] | None:
+            got = reconcile_counts()
+            return got if got[1] == got[0]["error"] and got[2] == sum(got[0].values()) else None
+
+        total, _, _, m = wait_for(consistent, what="consistent reconcile counters")
         assert total["success"] >= 6
         assert total["error"] >= 1, "the missing runtime is an error, retried"
         assert ("workqueue_depth", (("name", "trainjob"),)) in m

@@ -36,7 +36,7 @@ from trainjob.kube.errors import ApiError
 from trainjob.kube.resources import Resource
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -102,6 +102,11 @@ def test_podgroups_follow_suspension(
         pg = kube.get(r.COSCHEDULING_PODGROUPS, "gang", namespace)
         assert pg["spec"]["scheduleTimeoutSeconds"] == 100
         assert pg["metadata"]["ownerReferences"][0]["name"] == "gang"
+        # the PodGroup is applied before the JobSet that names it, in the same reconcile
+        wait_for(
+            lambda: kube.get_or_none(r.JOBSETS, "gang", namespace) is not None,
+            what="JobSet created",
+        )
         js = kube.get(r.JOBSETS, "gang", namespace)
         pod_labels = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"][
             "labels"

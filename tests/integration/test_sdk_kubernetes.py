@@ -17,7 +17,7 @@ from trainjob import CustomTrainer, KubernetesBackendConfig, Labels, TrainerClie
 from trainjob.catalog import builtin_runtimes
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +25,7 @@ API = "/apis/trainer.kubeflow.org/v1alpha1"
 MERGE = "application/merge-patch+json"
 
 
-def train_fn(lr=0.1):
+def train_fn(lr: float = 0.1) -> None:
     import os
 
     print("lr", lr, os.getpid())

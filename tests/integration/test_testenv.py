@@ -29,7 +29,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_a_taken_port_is_replaced_and_a_crashed_state_dir_is_started_afresh(
 ) -> None:
     mod = load_testenv()
     taken = socket.create_server(("127.0.0.1", 0))
-    taken_port = taken.getsockname()[1]
+    taken_port = int(taken.getsockname()[1])
     real_free_port = mod.free_port
     handed: list[int] = []
 

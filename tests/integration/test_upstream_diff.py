@@ -47,7 +47,7 @@ from trainjob.kube import Client
 from trainjob.runtime.plugins import flux
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytestmark = pytest.mark.integration
 

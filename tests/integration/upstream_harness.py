@@ -33,8 +33,8 @@ from typing import Any
 
 import yaml
 
-from trainjob.controller.http import free_port
-from trainjob.controller.webhooks import certs
+from trainjob import certs
+from trainjob.controller.http import free_ports
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError, Forbidden
@@ -246,7 +246,7 @@ class Upstream:
         ctx = ssl.create_default_context(cafile=str(self.workdir / "ca.crt"))
         try:
             with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
-                return resp.status == 200
+                return bool(resp.status == 200)
         except (urllib.error.HTTPError, OSError):
             return False
 
@@ -293,7 +293,8 @@ def start(
     (certdir / "tls.crt").write_bytes(bundle.cert)
     (certdir / "tls.key").write_bytes(bundle.key)
     (workdir / "ca.crt").write_bytes(bundle.ca_cert)
-    ports = {"webhook_port": free_port(), "health_port": free_port(), "metrics_port": free_port()}
+    webhook_port, health_port, metrics_port = free_ports(3)
+    ports = {"webhook_port": webhook_port, "health_port": health_port, "metrics_port": metrics_port}
     cfg_path = workdir / "config.yaml"
     cfg_path.write_text(yaml.safe_dump(configuration(b, **ports)))
     log_path = workdir / "controller.log"
@@ -309,7 +310,7 @@ def start(
         env=env,
         cwd=workdir,
     )
-    up = Upstream(proc, kube, workdir, log_path, **ports)
+    up = Upstream(proc, kube, workdir, log_path, webhook_port, health_port, metrics_port)
     try:
         deadline = time.monotonic() + ready_timeout
         while not (up.ready() and up.webhooks_serving()):

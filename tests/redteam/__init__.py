@@ -11,6 +11,11 @@ a crash a traceback, whatever the code under test does) and prints, per class an
     bad inputs tried / clear errors / tracebacks / hangs / wrongly accepted
     faults tried / survived with nothing lost
 
-The pytest side (tests/unit/test_redteam_inputs.py, tests/e2e/test_redteam_faults.py) runs the
-same cases in-process and asserts each input's exact one-line error (``expected.yaml``).
+The pytest side pins the same classes with exact expectations: the corpus
+(tests/unit/test_corpus.py: ``plan`` and ``run`` give the exact lines of each ``.stderr``), the
+SDK's calls (tests/unit/client/test_arguments.py: every ``SDK_CALLS`` entry's exact error, and a
+hypothesis test over ``train()``'s arguments), and the faults' own tests (tests/e2e/
+test_nothing_outlives_its_job.py, tests/e2e/test_local_files_and_secrets.py,
+tests/unit/local/test_store_faults.py and test_file_safety.py,
+tests/unit/controller/test_webhook_server_hostile_clients.py, tests/unit/initializers/).
 """

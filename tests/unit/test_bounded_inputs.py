@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.redteam.cases import cli
-from trainjob.local import executor
+from trainjob.local import logfiles
 
 LIMIT = "3 MiB, the most a Kubernetes API request may hold: check that it is the manifest you meant, or split it"
 
@@ -50,7 +50,7 @@ def test_a_big_log_is_streamed_not_read_whole(tmp_path: Path) -> None:
     tracemalloc.start()
     try:
         count = 0
-        for text in executor._read(log):
+        for text in logfiles.read(log):
             count += 1
             last = text
         _, peak = tracemalloc.get_traced_memory()
@@ -58,3 +58,20 @@ def test_a_big_log_is_streamed_not_read_whole(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert (count, last) == (200_000, (line % 199_999).decode().rstrip("\n"))
     assert peak < 2 * 1024 * 1024, f"reading the log took {peak >> 20} MiB"
+
+
+def test_the_tail_of_a_big_log_is_found_from_its_end(tmp_path: Path) -> None:
+    """``logs --tail 3`` of a 20 MB log reads a block from the end, not the file."""
+    log = tmp_path / "node-0.log"
+    line = b"step %07d " + b"x" * 90 + b"\n"
+    with log.open("wb") as f:
+        for i in range(200_000):
+            f.write(line % i)
+    tracemalloc.start()
+    try:
+        got = list(logfiles.read(log, logfiles.tail_offset(log, 3)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == [(line % i).decode().rstrip("\n") for i in (199_997, 199_998, 199_999)]
+    assert peak < 1024 * 1024, f"finding the tail took {peak >> 20} MiB"

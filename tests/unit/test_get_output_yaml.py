@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainjob.api.load import load_documents, parse
+from trainjob.api.trainer import TrainJob
 from trainjob.cli.output import Output, printed_as_objects
 
 
@@ -20,6 +21,7 @@ def test_yaml_output_keeps_number_like_strings_as_strings(capsys) -> None:  # ty
             },
         }
     )
+    assert isinstance(tj, TrainJob)
     assert printed_as_objects([tj], Output.yaml, lambda o: o.metadata.name)
     (doc,) = load_documents(capsys.readouterr().out)
     env = doc["spec"]["trainer"]["env"]

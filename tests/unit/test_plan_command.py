@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -90,7 +91,7 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def jobsets(out: str) -> list[dict[str, object]]:
+def jobsets(out: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(out) if d["kind"] == "JobSet"]
 
 
@@ -179,7 +180,7 @@ def test_namespace_defaults_like_kubectl(
     code, out, err = run(["plan", "-f", path, *flag], capsys)
     assert (code, err) == (0, "")
     (js,) = jobsets(out)
-    assert js["metadata"]["namespace"] == want  # type: ignore[index]
+    assert js["metadata"]["namespace"] == want
 
 
 def test_namespace_flag_that_contradicts_the_object_is_refused(
@@ -248,7 +249,7 @@ def test_every_trainjob_in_the_input_is_planned_in_order(
     text = trainjob_yaml("first") + "---\n" + trainjob_yaml("second")
     code, out, err = run(["plan", "-f", write(tmp_path, "two.yaml", text)], capsys)
     assert (code, err) == (0, "")
-    assert [js["metadata"]["name"] for js in jobsets(out)] == ["first", "second"]  # type: ignore[index]
+    assert [js["metadata"]["name"] for js in jobsets(out)] == ["first", "second"]
 
 
 def test_stdin_and_a_directory_are_read_like_files(
@@ -261,7 +262,7 @@ def test_stdin_and_a_directory_are_read_like_files(
     monkeypatch.setattr("sys.stdin", io.StringIO(trainjob_yaml("from-stdin")))
     code, out, err = run(["plan", "-f", "-", "-f", str(folder)], capsys)
     assert (code, err) == (0, "")
-    assert [js["metadata"]["name"] for js in jobsets(out)] == ["from-stdin", "from-dir"]  # type: ignore[index]
+    assert [js["metadata"]["name"] for js in jobsets(out)] == ["from-stdin", "from-dir"]
 
 
 def test_yaml_anchors_and_aliases_are_read(

@@ -285,6 +285,28 @@ def validate_container(path: str, ctr: Mapping[str, Any]) -> list[FieldError]:
         errs.extend(unknown_resource_fields(f"{path}.resources", res))
         errs.extend(validate_resources(f"{path}.resources", res.get("limits"), res.get("requests")))
     errs.extend(validate_argv(path, ctr))
+    errs.extend(validate_mounts(f"{path}.volumeMounts", ctr.get("volumeMounts")))
+    return errs
+
+
+def descending_path_problems(value: str) -> list[str]:
+    """``validateLocalDescendingPath``: a relative path that never climbs out (``..``)."""
+    out = []
+    if value.startswith("/"):
+        out.append("must be a relative path")
+    if ".." in value.split("/"):
+        out.append("must not contain '..'")
+    return out
+
+
+def validate_mounts(path: str, mounts: Any) -> list[FieldError]:
+    """A container's ``volumeMounts``: a ``subPath`` stays inside its volume."""
+    errs: list[FieldError] = []
+    for i, m in enumerate(mounts if isinstance(mounts, list) else ()):
+        sub = m.get("subPath") if isinstance(m, Mapping) else None
+        if isinstance(sub, str) and sub:
+            where = f"{path}[{i}].subPath"
+            errs.extend(FieldError.invalid(where, sub, p) for p in descending_path_problems(sub))
     return errs
 
 

@@ -117,6 +117,17 @@ def _pod(path: str, pod: Obj) -> list[FieldError]:
     containers = pod.get("containers")
     if not containers:
         errs.append(FieldError.required(f"{path}.containers", ""))
+    for v, volume in enumerate(pod.get("volumes") or ()):
+        for kind in ("secret", "configMap"):
+            source = volume.get(kind) if isinstance(volume, Mapping) else None
+            for j, item in enumerate((source or {}).get("items") or ()):
+                rel = item.get("path") if isinstance(item, Mapping) else None
+                if isinstance(rel, str):
+                    where = f"{path}.volumes[{v}].{kind}.items[{j}].path"
+                    errs.extend(
+                        FieldError.invalid(where, rel, p)
+                        for p in corev1.descending_path_problems(rel)
+                    )
     seen: set[str] = set()  # one name space for init containers and containers
     for fld in ("initContainers", "containers"):
         for i, ctr in enumerate(pod.get(fld) or ()):

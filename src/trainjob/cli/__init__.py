@@ -81,7 +81,7 @@ def options(
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
-COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion")
+COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion", "dashboard")
 
 COMMANDS = {
     "version": None,
@@ -93,9 +93,11 @@ COMMANDS = {
     "suspend": "jobs",
     "resume": "jobs",
     "delete": "jobs",
+    "apply": "jobs",
     "controller": "controller",
     "crds": "crds",
     "completion": "completion",
+    "dashboard": "dashboard",
 }
 """Command -> the module that registers it (None: this one), so that ``trainjob get jobs`` imports
 the job commands alone, not the controller (as pip's lazy command table). A command missing here,

@@ -13,19 +13,19 @@ executor` only, so every backend prints the same.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from trainjob.api import constants as c
 from trainjob.api.load import parse
-from trainjob.api.trainer import TrainJob
+from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.cli import HELP_STYLE, app
 from trainjob.cli.output import (
     RESOURCE,
     Columns,
     Namespace,
-    Output,
     OutputFormat,
     age,
     echo,
@@ -34,21 +34,72 @@ from trainjob.cli.output import (
     field,
     namespace_of,
     or_none,
+    output_format,
     print_section,
     print_table,
     printed_as_objects,
 )
 from trainjob.core import times
-from trainjob.errors import TrainJobError
+from trainjob.errors import NotFoundError, TrainJobError
 from trainjob.executor.base import Executor
 from trainjob.executor.model import JobState
 from trainjob.executor.steps import step_name
 
+KINDS = {
+    "jobs": ("job", "jobs", "trainjob", "trainjobs", "tj"),
+    "runtimes": (
+        "runtime",
+        "runtimes",
+        "clustertrainingruntime",
+        "clustertrainingruntimes",
+        "trainingruntime",
+        "trainingruntimes",
+    ),
+}
+"""The subcommand of ``get`` and ``describe`` for each name kubectl users give a kind."""
+
+
+def _kind_of(word: str) -> str | None:
+    word = word.lower().split(".", 1)[0]  # trainjobs.trainer.kubeflow.org
+    return next((cmd for cmd, names in KINDS.items() if word in names), None)
+
+
+class TypeSlashName(TyperGroup):
+    """``get trainjob/NAME`` (or ``runtime/NAME``, several of one kind) as kubectl takes it:
+    the kind before the slash picks the subcommand, the names after it are its arguments."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and "/" in args[0] and not args[0].startswith("-"):
+            kind = args[0].split("/", 1)[0]
+            cmd = _kind_of(kind)
+            if cmd is None or cmd not in self.commands:
+                raise TrainJobError(f'the server doesn\'t have a resource type "{kind}"')
+            names = []
+            for arg in args:
+                if "/" in arg and not arg.startswith("-"):
+                    k, _, n = arg.partition("/")
+                    if _kind_of(k) != cmd:
+                        raise TrainJobError(
+                            f"{arg}: one kind at a time here ({args[0].split('/')[0]}/NAME ...)"
+                        )
+                    names.append(n)
+                else:
+                    names.append(arg)
+            args = [cmd, *names]
+        return super().resolve_command(ctx, args)
+
+
 get_app = typer.Typer(
-    help="Display jobs or runtimes.", no_args_is_help=True, rich_markup_mode=HELP_STYLE
+    help="Display jobs or runtimes (also as kubectl: get trainjob/NAME).",
+    no_args_is_help=True,
+    rich_markup_mode=HELP_STYLE,
+    cls=TypeSlashName,
 )
 describe_app = typer.Typer(
-    help="Show details of a job.", no_args_is_help=True, rich_markup_mode=HELP_STYLE
+    help="Show details of a job or a runtime.",
+    no_args_is_help=True,
+    rich_markup_mode=HELP_STYLE,
+    cls=TypeSlashName,
 )
 app.add_typer(get_app, name="get")
 app.add_typer(describe_app, name="describe")
@@ -91,6 +142,51 @@ def job_row(s: JobState, all_namespaces: bool, wide: bool) -> list[str]:
     return row
 
 
+Selector = Annotated[
+    str | None,
+    typer.Option(
+        "--selector",
+        "-l",
+        metavar="SELECTOR",
+        help="Only jobs whose labels match, e.g. -l team=ml,env!=prod,'tier in (a,b)'.",
+    ),
+]
+SortBy = Annotated[
+    str | None,
+    typer.Option(
+        "--sort-by",
+        metavar="JSONPATH",
+        help="Sort by a field of the TrainJob, e.g. .metadata.creationTimestamp or .metadata.name.",
+    ),
+]
+NoHeaders = Annotated[
+    bool, typer.Option("--no-headers", help="Print the table without its header line.")
+]
+
+
+def select(states: list[JobState], selector: str | None, sort_by: str | None) -> list[JobState]:
+    """``-l`` and ``--sort-by`` over the jobs' TrainJob objects, as kubectl applies them."""
+    if selector:
+        from trainjob.core import selectors
+
+        try:
+            matches = selectors.matcher(selector)
+        except ValueError as e:
+            raise TrainJobError(str(e)) from None
+        states = [
+            s for s in states if matches(((s.trainjob.get("metadata") or {}).get("labels")) or {})
+        ]
+    if sort_by:
+        from trainjob.core import jsonpath
+
+        try:
+            key = jsonpath.sort_key(sort_by)
+        except ValueError as e:
+            raise TrainJobError(f"couldn't find any field with path {sort_by!r}: {e}") from None
+        states = sorted(states, key=lambda s: key(dict(s.trainjob)))
+    return states
+
+
 @get_app.command("jobs")
 def get_jobs(
     names: Annotated[list[str] | None, typer.Argument(help="Job names (all if none).")] = None,
@@ -99,6 +195,9 @@ def get_jobs(
         bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
     ] = False,
     output: OutputFormat = None,
+    selector: Selector = None,
+    sort_by: SortBy = None,
+    no_headers: NoHeaders = False,
     watch_: Annotated[
         bool,
         typer.Option(
@@ -107,29 +206,27 @@ def get_jobs(
     ] = False,
 ) -> None:
     """List TrainJobs: NAME STATUS RUNTIME NODES RESTARTS AGE."""
+    fmt = output_format(output)
     ex = executor()
     namespace = namespace_of(ex, namespace)
     ns = None if all_namespaces else namespace
-    if output in (Output.json, Output.yaml, Output.name):
-        jobs = (
-            [ex.get(n, namespace) for n in names]
-            if names
-            else [ex.get(s.name, s.namespace) for s in ex.states(ns, pods=False)]
-        )
-        printed_as_objects(jobs, output, lambda j: f"{RESOURCE}/{j.metadata.name}")
-        return
     states = [ex.state(n, namespace) for n in names] if names else ex.states(ns, pods=False)
+    states = select(states, selector, sort_by)
+    if fmt.objects:
+        jobs = [ex.get(s.name, s.namespace) for s in states]
+        single = len(names or ()) == 1
+        printed_as_objects(jobs, fmt, lambda j: f"{RESOURCE}/{j.metadata.name}", single=single)
+        return
     if not states and not watch_:
         where = "any namespace" if ns is None else f"{ns} namespace"
         err.print(f"No resources found in {where}.")
         return
-    wide = output is Output.wide
-    table = Columns(*job_headers(ns is None, wide))
+    table = Columns(*job_headers(ns is None, fmt.wide))
     for s in states:
-        table.add_row(*job_row(s, ns is None, wide))
-    print_table(table)
+        table.add_row(*job_row(s, ns is None, fmt.wide))
+    print_table(table, headers=not no_headers)
     if watch_:
-        _watch_rows(ex, ns, set(names or ()), wide, table)
+        _watch_rows(ex, ns, set(names or ()), fmt.wide, table)
 
 
 def _watch_rows(ex: Executor, ns: str | None, names: set[str], wide: bool, first: Columns) -> None:
@@ -156,18 +253,35 @@ for alias in ("job", "trainjob", "trainjobs"):
 
 @get_app.command("runtimes")
 def get_runtimes(
+    names: Annotated[list[str] | None, typer.Argument(help="Runtime names (all if none).")] = None,
     namespace: Namespace = None,
     output: OutputFormat = None,
+    no_headers: NoHeaders = False,
 ) -> None:
     """List runtimes (built-in ClusterTrainingRuntimes, and ones stored through the SDK's
     LocalExecutor.apply_runtime): NAME KIND FRAMEWORK NODES."""
+    fmt = output_format(output)
     ex = executor()
     namespace = namespace_of(ex, namespace)
     rts = ex.list_runtimes(namespace)
-    if printed_as_objects(rts, output, lambda r: f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}"):
+    if names:
+        by_name = {r.metadata.name: r for r in rts}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise NotFoundError(
+                f'clustertrainingruntimes.{c.GROUP} "{missing[0]}" not found '
+                f"(runtimes: {', '.join(sorted(n for n in by_name if n))})"
+            )
+        rts = [by_name[n] for n in names]
+    if printed_as_objects(
+        rts,
+        fmt,
+        lambda r: f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}",
+        single=len(names or ()) == 1,
+    ):
         return
     headers = ["NAME", "KIND", "FRAMEWORK", "NODES"]
-    if output is Output.wide:
+    if fmt.wide:
         headers.append("IMAGE")
     table = Columns(*headers)
     for r in rts:
@@ -179,15 +293,19 @@ def get_runtimes(
             labels.get(c.LABEL_FRAMEWORK, "<none>"),
             str(policy.num_nodes if policy and policy.num_nodes else 1),
         ]
-        if output is Output.wide:
-            images = []
-            for rj in r.spec.template.spec.replicated_jobs or ():
-                for ctr in rj.template.spec.template.spec.containers:
-                    if ctr.image and ctr.image not in images:
-                        images.append(ctr.image)
-            row.append(",".join(images) or "<none>")
+        if fmt.wide:
+            row.append(",".join(_images(r)) or "<none>")
         table.add_row(*row)
-    print_table(table)
+    print_table(table, headers=not no_headers)
+
+
+def _images(r: Runtime) -> list[str]:
+    images: list[str] = []
+    for rj in r.spec.template.spec.replicated_jobs or ():
+        for ctr in rj.template.spec.template.spec.containers:
+            if ctr.image and ctr.image not in images:
+                images.append(ctr.image)
+    return images
 
 
 for alias in ("runtime", "clustertrainingruntimes", "trainingruntimes"):
@@ -275,3 +393,61 @@ def describe_job(name: str, namespace: Namespace = None) -> None:
 
 for alias in ("jobs", "trainjob", "trainjobs"):
     describe_app.command(alias, hidden=True)(describe_job)
+
+
+def describe_runtime_text(r: Runtime) -> None:
+    meta, spec = r.metadata, r.spec
+    labels = meta.labels or {}
+    field("Name", meta.name)
+    if meta.namespace:
+        field("Namespace", meta.namespace)
+    field("Kind", r.kind)
+    field("Framework", labels.get(c.LABEL_FRAMEWORK, "<none>"))
+    field("Labels", ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>")
+    policy = spec.ml_policy
+    kinds = []
+    if policy is not None:
+        for name in ("torch", "mpi", "jax", "xgboost"):
+            if getattr(policy, name, None) is not None:
+                kinds.append(name)
+    field("Nodes", str(policy.num_nodes if policy and policy.num_nodes else 1))
+    field("MLPolicy", ", ".join(kinds) or "<none>")
+    pg = spec.pod_group_policy
+    field(
+        "PodGroup",
+        "<none>"
+        if pg is None
+        else ", ".join(n for n in ("coscheduling", "volcano") if getattr(pg, n, None) is not None)
+        or "<none>",
+    )
+    rows = []
+    for rj in spec.template.spec.replicated_jobs or ():
+        deps = ",".join(f"{d.name}:{d.status}" for d in (rj.depends_on or ())) or "<none>"
+        for ctr in rj.template.spec.template.spec.containers:
+            command = " ".join([*(ctr.command or ()), *(ctr.args or ())])
+            rows.append(
+                [rj.name, str(rj.replicas or 1), ctr.name, ctr.image or "<none>", deps,
+                 command or "<none>"]
+            )  # fmt: skip
+    print_section("Jobs", ("Job", "Replicas", "Container", "Image", "DependsOn", "Command"), rows)
+
+
+@describe_app.command("runtime")
+def describe_runtime(name: str, namespace: Namespace = None) -> None:
+    """Show a runtime: its ML policy, nodes, jobs, containers, images and commands."""
+    ex = executor()
+    ns = namespace_of(ex, namespace)
+    for kind in (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND):
+        try:
+            r = ex.get_runtime(name, kind, ns if kind == c.TRAINING_RUNTIME_KIND else None)
+        except NotFoundError:
+            continue
+        describe_runtime_text(r)
+        return
+    known = ", ".join(sorted(r.metadata.name or "" for r in ex.list_runtimes(ns)))
+    raise NotFoundError(f'clustertrainingruntimes.{c.GROUP} "{name}" not found (runtimes: {known})')
+
+
+for alias in ("runtimes", "clustertrainingruntime", "clustertrainingruntimes", "trainingruntime",
+              "trainingruntimes"):  # fmt: skip
+    describe_app.command(alias, hidden=True)(describe_runtime)

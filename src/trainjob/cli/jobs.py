@@ -16,12 +16,14 @@ namespace on a cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.cli import app
 from trainjob.cli import plan as planning
@@ -36,7 +38,14 @@ from trainjob.cli.output import (
     out,
 )
 from trainjob.core import times
-from trainjob.errors import AlreadyExistsError, ErrorList, TrainJobError
+from trainjob.errors import (
+    AlreadyExistsError,
+    ErrorList,
+    FieldError,
+    InvalidError,
+    NotFoundError,
+    TrainJobError,
+)
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import JobState
@@ -83,6 +92,7 @@ def watch(
     """
     if quiet:
         return ex.wait(name, namespace, frozenset(), until=until, poll=ex.poll_interval / 2)
+    stall = Stall(ex, namespace)
     if not err.is_terminal:
         last = ""
         while True:
@@ -93,6 +103,7 @@ def watch(
             if line != last:
                 err.print(line, markup=False, emoji=False)
                 last = line
+            stall.check(s)
             time.sleep(ex.poll_interval)
     with err.status(f"{name}: waiting") as status:
         while True:
@@ -100,7 +111,45 @@ def watch(
             if until(s):
                 return s
             status.update(progress_line(s))
+            stall.check(s, status.console)
             time.sleep(ex.poll_interval)
+
+
+class Stall:
+    """Says, once, why a job on a cluster has not moved: no controller acted on it (no status
+    after :attr:`AFTER` seconds: nothing runs trainjob's or upstream's controller), or its JobSet
+    made no pods (nothing runs the JobSet controller), with the commands that check."""
+
+    AFTER = 30.0
+
+    def __init__(self, ex: Executor, namespace: str) -> None:
+        self.ex, self.namespace = ex, namespace
+        self.since = time.monotonic()
+        self.said = False
+
+    def check(self, s: JobState, console: Any = None) -> None:
+        if self.said or s.pods or s.finished or s.phase == st.SUSPENDED:
+            return
+        if time.monotonic() - self.since < self.AFTER or self.ex.backend != "kubernetes":
+            return
+        self.said = True
+        waited = f"{self.AFTER:.0f}s"
+        status = s.trainjob.get("status") or {}
+        if not status:
+            msg = (
+                f"no controller has acted on TrainJob {s.namespace}/{s.name} in {waited} (it has "
+                "no status): is trainjob's or Kubeflow Trainer's controller installed and "
+                "running? Check: kubectl get pods -n trainjob-system (or kubeflow-system); "
+                "install it: docs/controller-install.md. Still waiting; Ctrl-C stops watching."
+            )
+        else:
+            msg = (
+                f"TrainJob {s.namespace}/{s.name} has no pods after {waited}: its JobSet was "
+                "made, but nothing created its pods: is the JobSet controller installed? Check: "
+                f"kubectl get jobsets -n {s.namespace}; kubectl get pods -n jobset-system. "
+                "Still waiting; Ctrl-C stops watching."
+            )
+        (console or err).print(f"warning: {msg}", markup=False, highlight=False)
 
 
 def _started(job: str, index: int, job_index: int) -> Callable[[JobState], bool]:
@@ -176,19 +225,45 @@ def run_command(
         out.print(f"{RESOURCE}/{stored.metadata.name} created")
     for tj in submitted:
         name, ns = tj.metadata.name or "", namespace_of(ex, tj.metadata.namespace)
-        if follow:
-            # Locally the pods exist at once; a cluster's JobSet creates them (progress meanwhile),
-            # or the job ends without any (a runtime it cannot find): then there is no log.
-            first = watch(ex, name, ns, until=lambda s: bool(s.pods) or s.finished)
-            if first.pods:
-                job, index, job_index = default_step(first)
-                # Progress while the steps before it (initializers) run.
-                watch(ex, name, ns, until=_started(job, index, job_index))
-                for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
-                    echo(line, flush=True)
-            finish(watch(ex, name, ns, quiet=True))
-        elif wait:
-            finish(watch(ex, name, ns))
+        try:
+            if follow:
+                _follow_run(ex, name, ns)
+            elif wait:
+                finish(watch(ex, name, ns))
+        except KeyboardInterrupt:
+            err.print(
+                f"{RESOURCE}/{name} goes on running (Ctrl-C only stopped watching it): "
+                f"follow it again with 'trainjob logs {name} -n {ns} -f', stop it with "
+                f"'trainjob delete {name} -n {ns}'",
+                markup=False,
+                highlight=False,
+            )
+            raise
+
+
+INITIALIZERS = (c.JOB_DATASET_INITIALIZER, c.JOB_MODEL_INITIALIZER)
+
+
+def _follow_run(ex: Executor, name: str, ns: str) -> None:
+    """``run --follow``: progress until the pods exist; the initializers' own lines (their files,
+    bytes and time left) on stderr, prefixed ``[model-initializer]``, as they come; then the
+    trainer's log on stdout; then the verdict."""
+    # Locally the pods exist at once; a cluster's JobSet creates them (progress meanwhile), or
+    # the job ends without any (a runtime it cannot find): then there is no log.
+    first = watch(ex, name, ns, until=lambda s: bool(s.pods) or s.finished)
+    if first.pods:
+        inits = tuple(p for p in first.pods if p.job in INITIALIZERS and p.runs)
+        if inits:
+            for pod, line in ex.all_logs(
+                dataclasses.replace(first, pods=inits), True, opener=executor
+            ):
+                err.print(f"[{step_name(*pod.step)}] {line}", markup=False, highlight=False)
+        job, index, job_index = default_step(first)
+        # Progress while the steps before it run (when they had no log of their own to show).
+        watch(ex, name, ns, until=_started(job, index, job_index))
+        for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
+            echo(line, flush=True)
+    finish(watch(ex, name, ns, quiet=True))
 
 
 # -- logs and mutations -------------------------------------------------------------------------
@@ -214,27 +289,66 @@ def logs_command(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Stream new lines until the step ends.")
     ] = False,
+    tail: Annotated[
+        int,
+        typer.Option(
+            "--tail",
+            metavar="N",
+            help="Only the last N lines (then new ones, with -f); -1: all of them.",
+        ),
+    ] = -1,
+    timestamps: Annotated[
+        bool,
+        typer.Option("--timestamps", help="Begin each line with when it was written (RFC 3339)."),
+    ] = False,
+    previous: Annotated[
+        bool,
+        typer.Option(
+            "--previous", "-p", help="The step's log before its last restart (its previous pod)."
+        ),
+    ] = False,
 ) -> None:
     """Print the logs of one step of a TrainJob (default: the trainer's first), or of all."""
     if step and all_steps:
         raise TrainJobError("--step and --all-steps select different logs: use one of them")
+    if previous and (follow or all_steps):
+        raise TrainJobError("--previous reads one ended log: without -f and --all-steps")
+    if tail < -1:
+        raise TrainJobError(f"--tail must be -1 (all lines) or at least 0, got {tail}")
+    lines = None if tail == -1 else tail
     ex = executor()
     namespace = namespace_of(ex, namespace)
     s = ex.state(name, namespace)
     if all_steps:
-        _all_logs(ex, s, follow)
+        _all_logs(ex, s, follow, lines, timestamps)
         return
     known = [p.step for p in s.pods]
     job, index, job_index = parse_step(step, known) if step else default_step(s)
-    for line in ex.logs(name, namespace, job, index, follow=follow, job_index=job_index):
+    for line in ex.logs(
+        name,
+        namespace,
+        job,
+        index,
+        follow=follow,
+        job_index=job_index,
+        tail=lines,
+        previous=previous,
+        timestamps=timestamps,
+    ):
         echo(line, flush=follow)
 
 
-def _all_logs(ex: Executor, s: JobState, follow: bool) -> None:
+def _all_logs(
+    ex: Executor, s: JobState, follow: bool, tail: int | None = None, timestamps: bool = False
+) -> None:
     """Every pod's log with a ``[step]`` prefix: one after the other, or with ``follow`` as the
     lines come (:meth:`trainjob.executor.base.Executor.all_logs`)."""
-    for pod, line in ex.all_logs(s, follow, opener=executor):
-        echo(f"[{step_name(*pod.step)}] {line}", flush=follow)
+    for pod, line in ex.all_logs(s, follow, opener=executor, tail=tail, timestamps=timestamps):
+        if timestamps:  # kubectl: the timestamp first, then the prefix
+            stamp, _, text = line.partition(" ")
+            echo(f"{stamp} [{step_name(*pod.step)}] {text}", flush=follow)
+        else:
+            echo(f"[{step_name(*pod.step)}] {line}", flush=follow)
 
 
 def _each(names: list[str], namespace: str | None, action: str, done: str) -> None:
@@ -258,7 +372,137 @@ def resume_command(names: list[str], namespace: Namespace = None) -> None:
     _each(names, namespace, "resume", "resumed")
 
 
+def _selected(
+    ex: Executor, names: list[str], ns: str, everything: bool, files: list[str] | None,
+    selector: str | None,
+) -> list[tuple[str, str]]:  # fmt: skip
+    """(namespace, name) of the jobs ``delete`` acts on: the names, the TrainJobs of ``-f`` files,
+    every job of the namespace (``--all``), or those ``-l`` selects."""
+    ways = sum([bool(names), everything, bool(files), bool(selector) and not everything])
+    if ways != 1:
+        raise TrainJobError(
+            "say which jobs: NAME..., --all, -l SELECTOR or -f FILE (one of them; -l with --all "
+            "is -l)"
+        )
+    if files:
+        found = planning.read_inputs(files)
+        if found.errors:
+            raise ErrorList(list(found.errors))
+        return [
+            (namespace_of(ex, tj.metadata.namespace or ns), tj.metadata.name or "")
+            for tj in found.trainjobs
+        ]
+    if names:
+        return [(ns, n) for n in names]
+    from trainjob.cli.get import select
+
+    return [(s.namespace, s.name) for s in select(ex.states(ns, pods=False), selector, None)]
+
+
 @app.command("delete")
-def delete_command(names: list[str], namespace: Namespace = None) -> None:
+def delete_command(
+    names: Annotated[list[str] | None, typer.Argument(help="Job names.")] = None,
+    namespace: Namespace = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every job of the namespace (-l: those it selects).")
+    ] = False,
+    filename: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filename", "-f", metavar="FILE", help="The TrainJobs of these files; - is stdin."
+        ),
+    ] = None,
+    selector: Annotated[
+        str | None,
+        typer.Option("--selector", "-l", metavar="SELECTOR", help="Jobs whose labels match."),
+    ] = None,
+) -> None:
     """Delete TrainJobs: stop their processes, remove their logs and workspace."""
-    _each(names, namespace, "delete", "deleted")
+    ex = executor()
+    ns = namespace_of(ex, namespace)
+    targets = _selected(ex, list(names or ()), ns, all_, filename, selector)
+    if not targets:
+        err.print("No resources found")
+        return
+    missing = []
+    for job_ns, name in targets:
+        try:
+            ex.delete(name, job_ns)
+        except NotFoundError as e:
+            missing.append(e)  # as kubectl: the others are deleted, then the error, exit 1
+            continue
+        out.print(f"{RESOURCE}/{name} deleted")
+    if missing:
+        raise ErrorList(list(missing))
+
+
+# -- apply --------------------------------------------------------------------------------------
+
+
+def _changes(want: object, have: object, path: str) -> list[str]:
+    """The fields of ``want`` that ``have`` does not hold with the same value (what a server-side
+    apply of ``want`` would change): dicts compared key by key, anything else whole."""
+    if isinstance(want, dict) and isinstance(have, dict):
+        out = []
+        for k, v in want.items():
+            out += _changes(v, have.get(k), f"{path}.{k}")
+        return out
+    return [] if want == have else [path]
+
+
+def _immutable(path: str) -> str:
+    if path.startswith("metadata."):
+        return (
+            "trainjob apply does not change an existing job's labels or annotations: delete it "
+            "first, or trainjob run -f ... --replace"
+        )
+    return "field is immutable once the TrainJob exists: delete it first, or trainjob run -f ... --replace"
+
+
+@app.command("apply")
+def apply_command(
+    filename: Annotated[
+        list[str],
+        typer.Option("--filename", "-f", metavar="FILE", help="TrainJob (and runtime) files."),
+    ],
+    namespace: Namespace = None,
+) -> None:
+    """Create the TrainJobs of the files, or bring existing ones to them (kubectl apply).
+
+    A new job is created (and started); an existing one is unchanged when the file says what it
+    has, and suspended or resumed when the file changes spec.suspend. A TrainJob's other fields
+    cannot change once it runs (as its admission webhook rules): delete it, or run -f --replace.
+    """
+    ex = executor()
+    found = load_inputs(ex, filename, namespace)
+    for tj, where in zip(found.trainjobs, found.dirs, strict=True):
+        name, ns = tj.metadata.name or "", namespace_of(ex, tj.metadata.namespace)
+        if not name or not ex.exists(name, ns):
+            stored = ex.submit(tj, found.runtimes, cwd=where)
+            out.print(f"{RESOURCE}/{stored.metadata.name} created")
+            continue
+        want, have = tj.to_dict(), ex.get(name, ns).to_dict()
+        spec_want = dict(want.get("spec") or {})
+        suspend = spec_want.pop("suspend", None)
+        changed = _changes(spec_want, have.get("spec") or {}, "spec")
+        for part in ("labels", "annotations"):
+            changed += _changes(
+                (want.get("metadata") or {}).get(part) or {},
+                (have.get("metadata") or {}).get(part) or {},
+                f"metadata.{part}",
+            )
+        if changed:
+            raise InvalidError(
+                [
+                    FieldError.forbidden(f, _immutable(f))
+                    for f in changed
+                ],
+                "TrainJob",
+                name,
+            )  # fmt: skip
+        is_suspended = bool((have.get("spec") or {}).get("suspend"))
+        if suspend is not None and bool(suspend) != is_suspended:
+            (ex.suspend if suspend else ex.resume)(name, ns)
+            out.print(f"{RESOURCE}/{name} configured")
+        else:
+            out.print(f"{RESOURCE}/{name} unchanged")

@@ -15,17 +15,20 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from trainjob import text
 from trainjob.api import constants as c
 from trainjob.api import goyaml
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.cli import TARGET, Backend
 from trainjob.core import times
+from trainjob.errors import TrainJobError
 from trainjob.executor.base import Executor
 
 RESOURCE = f"trainjob.{c.GROUP}"
@@ -40,9 +43,58 @@ class Output(StrEnum):
     json = "json"
     yaml = "yaml"
     name = "name"
+    jsonpath = "jsonpath"
 
 
-OutputFormat = Annotated[Output | None, typer.Option("--output", "-o", help="wide|json|yaml|name")]
+OutputFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FORMAT",
+        help="wide, json, yaml, name, or jsonpath=TEMPLATE (kubectl's JSONPath, e.g. "
+        "'{.items[*].metadata.name}').",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Format:
+    """An ``-o`` value: its kind (None: the table), and a JSONPath template."""
+
+    kind: Output | None = None
+    template: str = ""
+
+    @property
+    def wide(self) -> bool:
+        return self.kind is Output.wide
+
+    @property
+    def objects(self) -> bool:
+        """Whether the objects themselves are printed (json, yaml, name, jsonpath)."""
+        return self.kind in (Output.json, Output.yaml, Output.name, Output.jsonpath)
+
+
+def output_format(value: str | None) -> Format:
+    """``-o`` as kubectl reads it; an unknown format is kubectl's error, naming the allowed ones."""
+    if value is None or value == "":
+        return Format()
+    kind, sep, template = value.partition("=")
+    if kind == Output.jsonpath and sep:
+        from trainjob.core import jsonpath
+
+        try:
+            jsonpath.parse(template)
+        except ValueError as e:
+            raise TrainJobError(f"error parsing jsonpath {template}, {e}") from None
+        return Format(Output.jsonpath, template)
+    if value in (Output.wide, Output.json, Output.yaml, Output.name):
+        return Format(Output(value))
+    allowed = "json, jsonpath=TEMPLATE, name, wide, yaml"
+    raise TrainJobError(
+        f'unable to match a printer suitable for the output format "{value}", allowed formats '
+        f"are: {allowed}"
+    )
 
 
 def executor() -> Executor:
@@ -99,7 +151,8 @@ class Columns:
         self.indent = indent
 
     def add_row(self, *cells: str) -> None:
-        self.rows.append([c.replace("\n", " ") for c in cells])
+        # cells may quote logs (a pod's message): no terminal escapes, one line each
+        self.rows.append([text.clean(c).replace("\n", " ") for c in cells])
 
     def render(self) -> str:
         widths = self.widths()
@@ -121,23 +174,43 @@ def echo(line: str, flush: bool = False) -> None:
         sys.stdout.flush()
 
 
-def print_table(table: Columns) -> None:
+def print_table(table: Columns, headers: bool = True) -> None:
+    """The table; without its header line when not ``headers`` (``--no-headers``)."""
+    if not headers:
+        widths = table.widths()
+        for row in table.rows[1:]:
+            sys.stdout.write(table.line(row, widths) + "\n")
+        return
     sys.stdout.write(table.render() + "\n")
 
 
 def printed_as_objects(
-    objs: Sequence[TrainJob | Runtime], output: Output | None, resource: Callable[[Any], str]
+    objs: Sequence[TrainJob | Runtime],
+    output: Output | Format | None,
+    resource: Callable[[Any], str],
+    *,
+    single: bool | None = None,
 ) -> bool:
-    """``-o json|yaml`` (one object, or a List) and ``-o name``: print ``objs`` so, say True."""
-    if output is Output.name:
+    """``-o json|yaml|jsonpath=`` and ``-o name``: print ``objs`` so, say True.
+
+    As kubectl: one object when ``single`` (a command given one name), else a ``List`` of them,
+    even of one or none. ``single=None`` keeps the older rule: one object when there is one.
+    """
+    fmt = output if isinstance(output, Format) else Format(output)
+    if fmt.kind is Output.name:
         for obj in objs:
             out.print(resource(obj))
         return True
-    if output not in (Output.json, Output.yaml):
+    if not fmt.objects:
         return False
     dicts = [obj.to_dict() for obj in objs]
-    body = dicts[0] if len(dicts) == 1 else {"apiVersion": "v1", "kind": "List", "items": dicts}
-    if output is Output.json:
+    alone = len(dicts) == 1 if single is None else single and len(dicts) == 1
+    body = dicts[0] if alone else {"apiVersion": "v1", "kind": "List", "items": dicts}
+    if fmt.kind is Output.jsonpath:
+        from trainjob.core import jsonpath
+
+        sys.stdout.write(jsonpath.render(fmt.template, body))  # no newline added, as kubectl
+    elif fmt.kind is Output.json:
         sys.stdout.write(json.dumps(body, indent=2) + "\n")
     else:
         sys.stdout.write(goyaml.dump_all([body]))
@@ -150,7 +223,8 @@ def or_none(*values: str | None) -> list[str]:
 
 def field(label: str, value: object) -> None:
     """A describe line: ``Label:`` padded to the values' column, then the value."""
-    sys.stdout.write(f"{label + ':':<12}{value}\n")  # verbatim: messages quote logs
+    # messages quote logs: their words verbatim, but no terminal escapes or control characters
+    sys.stdout.write(f"{label + ':':<12}{text.clean(str(value))}\n")
 
 
 def print_section(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> None:

@@ -172,7 +172,7 @@ class TrainerClient:
         name: str,
         status: set[str] = {c.TRAINJOB_COMPLETE},  # noqa: B006 - upstream's signature
         timeout: int = 600,
-        polling_interval: int = 2,
+        polling_interval: float = 2,
         callbacks: list[Callable[[types.TrainJob], None]] | None = None,
         show_progress: bool = False,
     ) -> types.TrainJob:

@@ -195,10 +195,17 @@ class KubernetesExecutor(Executor):
         follow: bool = False,
         *,
         job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
     ) -> Iterator[str]:
         """One pod's log; with ``follow``, waits for the pod to leave Pending, then streams it,
-        and goes on with the pod that takes over the step (:meth:`_successor`)."""
+        and goes on with the pod that takes over the step (:meth:`_successor`). ``tail``,
+        ``previous`` and ``timestamps`` are the pod log API's ``tailLines``, ``previous`` (the
+        container's previous instance) and ``timestamps``."""
         step = (job, index, job_index)
+        if previous:
+            follow = False
         while True:
             pods = self._pods(name, namespace)
             found = [p for p in pods if cs.pod_state(p).step == step]
@@ -224,13 +231,27 @@ class KubernetesExecutor(Executor):
                 break
             time.sleep(self.poll_interval)
         if not follow:
-            return self.kube.logs(cs.meta(pod)["name"], namespace, container=_container(pod, job))
-        return self._follow(name, namespace, step, pod)
+            return self.kube.logs(
+                cs.meta(pod)["name"],
+                namespace,
+                container=_container(pod, job),
+                tail_lines=tail,
+                previous=previous,
+                timestamps=timestamps,
+            )
+        return self._follow(name, namespace, step, pod, tail, timestamps)
 
     def _follow(
-        self, name: str, namespace: str, step: tuple[str, int, int], pod: Obj
+        self,
+        name: str,
+        namespace: str,
+        step: tuple[str, int, int],
+        pod: Obj,
+        tail: int | None = None,
+        timestamps: bool = False,
     ) -> Iterator[str]:
-        """Stream ``pod``'s log, then the log of each pod that takes over the step."""
+        """Stream ``pod``'s log (its last ``tail`` lines first), then the log of each pod that
+        takes over the step (whole)."""
         followed: set[str] = set()
         current: Obj | None = pod
         while current is not None:
@@ -240,7 +261,10 @@ class KubernetesExecutor(Executor):
                 namespace,
                 container=_container(current, step[0]),
                 follow=True,
+                tail_lines=tail,
+                timestamps=timestamps,
             )
+            tail = None
             current = self._successor(name, namespace, step, cs.meta(current)["name"], followed)
 
     def _successor(

@@ -344,3 +344,14 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` free ports, no two alike: each probe socket is closed before the next one binds,
+    so the kernel may hand the same port back (two servers of one process then collide)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port(host)
+        if port not in ports:
+            ports.append(port)
+    return ports

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from trainjob.executor import model
-from trainjob.executor.model import Event, JobFailedError, JobState, PodState
+from trainjob.executor.model import Event, JobFailedError, JobState, MetricSample, PodState
 
 if TYPE_CHECKING:
     from trainjob.api.trainer import Runtime, TrainJob
@@ -34,6 +34,10 @@ class Executor(abc.ABC):
 
     backend: ClassVar[str] = ""
     """``local`` or ``kubernetes``: what the CLI's ``--backend`` and the SDK call it."""
+
+    keeps_metric_history: ClassVar[bool] = False
+    """Whether :meth:`metric_history` holds every report a job made (the local store) or only
+    the latest (a cluster, as upstream: a viewer keeps the points it saw)."""
 
     poll_interval: float = 0.2
     """Seconds between two looks at a job while waiting or watching (a cluster is asked less
@@ -94,11 +98,18 @@ class Executor(abc.ABC):
         follow: bool = False,
         *,
         job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
     ) -> Iterator[str]:
         """Lines (without newline) of one pod's log. With ``follow``: waits for a pending pod,
         yields lines as they come, goes on with the pod that takes over the step after a restart
         (backoffLimit, a JobSet restart, a resume) and ends when the step ends or the job
-        finishes. NotFoundError names the job's steps when it has no such pod."""
+        finishes. NotFoundError names the job's steps when it has no such pod.
+
+        As ``kubectl logs``: ``tail`` starts at the last N lines (then follows, with ``follow``);
+        ``previous`` reads the step's attempt before its last restart; ``timestamps`` prefixes
+        each line with when it was written (RFC 3339)."""
 
     @abc.abstractmethod
     def suspend(self, name: str, namespace: str) -> TrainJob:
@@ -111,6 +122,16 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def delete(self, name: str, namespace: str) -> None:
         """Stop the job's pods and remove the job."""
+
+    def metric_history(self, name: str, namespace: str, *, since: int = 0) -> list[MetricSample]:
+        """The job's progress reports, oldest first, without the first ``since`` (a follower
+        asks for what came after the ones it has): what the dashboard's curves are drawn from.
+
+        This default holds the latest report only (``status.trainerStatus``, all a cluster
+        keeps, as upstream; :attr:`keeps_metric_history` is False); an executor that keeps every
+        report a job made (the local store) overrides it and sets that flag."""
+        sample = model.trainer_status_sample(self.state(name, namespace).trainjob)
+        return [sample][since:] if sample is not None else []
 
     def log_location(self, name: str, namespace: str) -> str | None:
         """Where the job's logs are kept, when they are files a user can open (``describe``)."""
@@ -215,16 +236,25 @@ class Executor(abc.ABC):
         follow: bool = False,
         *,
         opener: Callable[[], Executor] | None = None,
+        tail: int | None = None,
+        timestamps: bool = False,
     ) -> Iterator[tuple[PodState, str]]:
         """Every pod's log lines with the pod they come from: one pod after the other, or with
         ``follow`` as the lines come, each pod read by its own thread (a pending pod is waited
         for). ``opener`` gives each thread its own executor where one must not be shared across
-        threads (the local store's connection)."""
+        threads (the local store's connection). ``tail`` and ``timestamps``: each pod's, as
+        :meth:`logs`."""
         pods = [p for p in state.pods if p.runs]
         if not follow:
             for p in pods:
                 for line in self.logs(
-                    state.name, state.namespace, p.job, p.index, job_index=p.job_index
+                    state.name,
+                    state.namespace,
+                    p.job,
+                    p.index,
+                    job_index=p.job_index,
+                    tail=tail,
+                    timestamps=timestamps,
                 ):
                     yield p, line
             return
@@ -234,7 +264,14 @@ class Executor(abc.ABC):
             try:
                 own = opener() if opener is not None else self
                 for line in own.logs(
-                    state.name, state.namespace, p.job, p.index, follow=True, job_index=p.job_index
+                    state.name,
+                    state.namespace,
+                    p.job,
+                    p.index,
+                    follow=True,
+                    job_index=p.job_index,
+                    tail=tail,
+                    timestamps=timestamps,
                 ):
                     lines.put((p, line))
             except BaseException as e:  # handed to the reading thread, which raises it

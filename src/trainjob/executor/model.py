@@ -135,6 +135,44 @@ class Event:
     involved_name: str = ""
 
 
+@dataclass(frozen=True)
+class MetricSample:
+    """One progress report of a job (a ``status.trainerStatus`` the job posted, KEP-2779): when
+    it was made and what it said. ``metrics`` keeps upstream's strings (``{"loss": "0.52"}``):
+    a value that is not a number is kept too, a chart skips it."""
+
+    time: str
+    metrics: Mapping[str, str] = field(default_factory=dict)
+    progress_percentage: int | None = None
+    estimated_remaining_seconds: int | None = None
+
+    def number(self, name: str) -> float | None:
+        """The metric ``name`` as a finite float, or None (absent, not a number)."""
+        try:
+            value = float(self.metrics[name])
+        except (KeyError, ValueError):
+            return None
+        return value if value == value and abs(value) != float("inf") else None
+
+
+def trainer_status_sample(trainjob: Mapping[str, Any]) -> MetricSample | None:
+    """The latest report held in a TrainJob object's ``status.trainerStatus`` (None: none yet)."""
+    ts = (trainjob.get("status") or {}).get("trainerStatus")
+    if not isinstance(ts, Mapping):
+        return None
+    metrics = {
+        str(m.get("name")): str(m.get("value"))
+        for m in ts.get("metrics") or ()
+        if isinstance(m, Mapping) and m.get("name") is not None
+    }
+    return MetricSample(
+        time=str(ts.get("lastUpdatedTime") or ""),
+        metrics=metrics,
+        progress_percentage=ts.get("progressPercentage"),
+        estimated_remaining_seconds=ts.get("estimatedRemainingSeconds"),
+    )
+
+
 class JobFailedError(TrainJobError, RuntimeError):
     """``wait`` saw the job fail while waiting for other phases (a RuntimeError, as upstream)."""
 

@@ -12,12 +12,16 @@ the rest, reporting each finished file to a ``Progress``, which logs pip-like li
     Downloaded 3 files (12.0 MiB) in 0.8 s
 
 Files are written to a ``.part`` sibling and renamed when complete, so an interrupted run leaves
-no file that a resumed run would take for finished.
+no file that a resumed run would take for finished. A file already present counts only when its
+content is the source's, not merely its size (``split_present`` with a ``same`` check: the S3
+ETag's MD5, a local file's bytes): a file of the right size but wrong content is fetched again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import math
 import os
 import threading
 import time
@@ -41,6 +45,7 @@ class Item:
 
     relpath: str
     size: int
+    etag: str | None = None  # the source's content tag (S3: the object's ETag), when it has one
 
 
 def is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
@@ -88,18 +93,68 @@ def mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
 
 
-def split_present(items: Iterable[Item], dest: Path) -> tuple[list[Item], list[Item]]:
-    """Split ``items`` into (to fetch, already in ``dest`` with the same size)."""
+def split_present(
+    items: Iterable[Item], dest: Path, same: Callable[[Item, Path], bool] | None = None
+) -> tuple[list[Item], list[Item]]:
+    """Split ``items`` into (to fetch, already in ``dest``): present means the same size and,
+    with ``same``, the same content (``same(item, path)``)."""
     todo: list[Item] = []
     present: list[Item] = []
     for item in items:
         target = dest / item.relpath
         try:
-            same = target.is_file() and target.stat().st_size == item.size
+            ok = target.is_file() and target.stat().st_size == item.size
+            if ok and same is not None and not same(item, target):
+                log.info("%s: present with other content: downloading it again", item.relpath)
+                ok = False
         except OSError:
-            same = False
-        (present if same else todo).append(item)
+            ok = False
+        (present if ok else todo).append(item)
     return todo, present
+
+
+def md5_of(path: Path, start: int = 0, length: int | None = None) -> str:
+    """The MD5 of ``path``'s bytes (or of ``length`` bytes from ``start``), hex."""
+    digest = hashlib.md5(usedforsecurity=False)
+    left = length
+    with path.open("rb") as f:
+        f.seek(start)
+        while left is None or left > 0:
+            chunk = f.read(1 << 20 if left is None else min(1 << 20, left))
+            if not chunk:
+                break
+            digest.update(chunk)
+            if left is not None:
+                left -= len(chunk)
+    return digest.hexdigest()
+
+
+_MIB = 1 << 20
+# Part sizes S3 clients use (aws cli and boto3: 8 MiB; others 5, 15, 16, 64, 100 MiB).
+_PART_SIZES_MIB = (8, 5, 16, 15, 64, 100, 10, 32, 128, 256, 512)
+
+
+def matches_etag(path: Path, etag: str) -> bool:
+    """Whether ``path`` holds the object whose S3 ETag is ``etag``: the MD5 of its bytes for a
+    single-part upload; for a multipart one (``<md5 of the parts' md5s>-<parts>``) the same
+    computed with the usual part sizes. An ETag that is neither (server-side encryption with
+    KMS) cannot tell, so the file is fetched again rather than trusted."""
+    tag = etag.strip('"').lower()
+    if len(tag) == 32 and "-" not in tag:
+        return md5_of(path) == tag
+    head, sep, count = tag.partition("-")
+    if not sep or not count.isdigit() or len(head) != 32:
+        return False
+    parts, size = int(count), path.stat().st_size
+    candidates = [s * _MIB for s in _PART_SIZES_MIB]
+    candidates.insert(0, math.ceil(size / parts / _MIB) * _MIB)  # the smallest whole-MiB fit
+    for part in dict.fromkeys(candidates):
+        if part <= 0 or math.ceil(size / part) != parts:
+            continue
+        digests = b"".join(bytes.fromhex(md5_of(path, i * part, part)) for i in range(parts))
+        if hashlib.md5(digests, usedforsecurity=False).hexdigest() == head:
+            return True
+    return False
 
 
 def write_atomically(target: Path, write: Callable[[Path], None]) -> None:

@@ -269,10 +269,20 @@ class Client:
         *,
         container: str | None = None,
         follow: bool = False,
+        tail_lines: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
     ) -> Iterator[str]:
-        """The lines of a pod's log; with ``follow``, until the container ends (no read timeout)."""
+        """The lines of a pod's log; with ``follow``, until the container ends (no read timeout).
+        ``tail_lines``, ``previous``, ``timestamps``: the pod log API's parameters."""
         path = resources.PODS.path(self._ns(resources.PODS, namespace), name, "log")
-        params = {"container": container, "follow": "true" if follow else None}
+        params = {
+            "container": container,
+            "follow": "true" if follow else None,
+            "tailLines": None if tail_lines is None else str(tail_lines),
+            "previous": "true" if previous else None,
+            "timestamps": "true" if timestamps else None,
+        }
         headers = {"Accept": "*/*", **self.config.auth_headers()}
         try:
             with self._http.stream(

@@ -13,13 +13,12 @@ Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import json
+import logging
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import time
@@ -38,13 +37,14 @@ from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import Event, JobState, PodState
+from trainjob.local import files, limits, logfiles, mpi, podrun, pods, procs, ptree, status
 from trainjob.local import home as homes
-from trainjob.local import limits, mpi, podrun, pods, procs, ptree, status
 from trainjob.local import runner as runners
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 from trainjob.runtime import CompileOptions, compile, kinds
 from trainjob.runtime.plan import Plan
 
+log = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -75,6 +75,7 @@ class LocalExecutor(Executor):
         self.home = Path(home) if home is not None else homes.default_home()
         self.store = Store(homes.db_path(self.home))
         self.runner = runner
+        self._skipped: set[tuple[str, str, str]] = set()  # damaged rows reported already
         # Pods and event of a job found dead that the store could not record (a full disk).
         self._unwritten: dict[str, tuple[list[PodRow], EventRow]] = {}
 
@@ -125,6 +126,9 @@ class LocalExecutor(Executor):
         self.store.put_pods(first_pods)
         try:
             self._start_supervisor(row)
+        except ConfigError:  # its files cannot be made safely (a link planted in the home)
+            self.store.delete_job(ns, name, row.uid)
+            raise
         except OSError as e:
             self.store.delete_job(ns, name, row.uid)
             raise ConfigError(f"cannot start the local supervisor: {e}") from e
@@ -206,20 +210,20 @@ class LocalExecutor(Executor):
 
     def _start_supervisor(self, row: JobRow) -> None:
         jdir = homes.job_dir(self.home, row.namespace, row.name)
-        if jdir.exists():
-            shutil.rmtree(jdir, ignore_errors=True)
-        (jdir / "logs").mkdir(parents=True, exist_ok=True)
+        files.remove_tree(self.home, jdir)  # a previous job's files (never through a link)
+        files.private_dirs(self.home, jdir / "logs")
         argv = [
             sys.executable, "-m", "trainjob.local.supervisor",
             "--home", str(self.home), "--namespace", row.namespace,
             "--name", row.name, "--uid", row.uid,
         ]  # fmt: skip
-        with homes.supervisor_log(self.home, row.namespace, row.name).open("ab") as log:
+        out = files.open_private(homes.supervisor_log(self.home, row.namespace, row.name))
+        with os.fdopen(out, "ab") as sup_log:
             proc = subprocess.Popen(
                 argv,
                 cwd=row.cwd,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=sup_log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
@@ -235,7 +239,23 @@ class LocalExecutor(Executor):
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        problem = _problem(row)
+        if problem:
+            raise ConfigError(self._unreadable(row, problem))
         return self._check_alive(row)
+
+    def _unreadable(self, row: JobRow, problem: str) -> str:
+        return (
+            f"TrainJob {row.namespace}/{row.name} in the job store {self.store.path} is "
+            f"unreadable ({problem}): remove it with trainjob delete {row.name} -n {row.namespace}"
+        )
+
+    def _skip(self, row: JobRow, problem: str) -> None:
+        """A damaged row is reported (once per executor) and left out, never hides the others."""
+        key = (row.namespace, row.name, row.uid)
+        if key not in self._skipped:
+            self._skipped.add(key)
+            log.warning("warning: skipping %s", self._unreadable(row, problem))
 
     def _check_alive(self, row: JobRow) -> JobRow:
         """Fail a live-phase job whose supervisor is gone; return the current row."""
@@ -284,7 +304,15 @@ class LocalExecutor(Executor):
         for counts in job_status.get("jobsStatus") or ():
             counts.update(active=0, ready=0)  # its processes are stopped
         pods_now = [
-            p.__class__(**{**p.__dict__, "phase": st.POD_FAILED, "pid": None, "finished": ts})
+            p.__class__(
+                **{
+                    **p.__dict__,
+                    "phase": st.POD_FAILED,
+                    "pid": None,
+                    "finished": ts,
+                    "ready": False,
+                }
+            )
             if p.phase in (st.POD_PENDING, st.POD_RUNNING)
             else p
             for p in self.store.pods(row.namespace, row.name)
@@ -336,7 +364,8 @@ class LocalExecutor(Executor):
     def states(self, namespace: str | None = None, *, pods: bool = True) -> list[JobState]:
         """Every job's state (of ``namespace``, or all), oldest first, in one or two queries; each
         with its TrainJob without ``spec.trainer.command``/``args`` (they can be large: a shipped
-        function), and with its pods when ``pods``."""
+        function), and with its pods when ``pods``. A damaged row is reported on stderr (once)
+        and left out: it never hides the others."""
         by_job: dict[tuple[str, str, str], list[PodState]] = {}
         if pods:
             for p in self.store.pods_in(namespace):
@@ -345,9 +374,19 @@ class LocalExecutor(Executor):
         for r in self.store.job_summaries(namespace):
             ns, name, uid, created, phase, reason, message, started, completed, restarts = r[:10]
             status, tj = r[10:]
+            trainjob = _summary_object(tj, status, restarts)
+            if trainjob is None:
+                damaged = self.store.job(ns, name)
+                if damaged is not None:
+                    self._skip(damaged, _problem(damaged) or "its TrainJob is not JSON")
+                continue
             if phase in _LIVE:
                 row = self.store.job(ns, name)
                 if row is None or row.uid != uid:
+                    continue
+                problem = _problem(row)
+                if problem:
+                    self._skip(row, problem)
                     continue
                 row = self._check_alive(row)
                 if row.phase != phase:  # its supervisor died: read it again
@@ -357,7 +396,7 @@ class LocalExecutor(Executor):
             state = JobState(
                 name=name, namespace=ns, phase=phase, created=created, started=started,
                 completed=completed, restarts=restarts, reason=reason, message=message,
-                pods=tuple(by_job.get((ns, name, uid), ())), trainjob=_object(tj, status),
+                pods=tuple(by_job.get((ns, name, uid), ())), trainjob=trainjob,
             )  # fmt: skip
             out.append(state)
         return out
@@ -394,23 +433,43 @@ class LocalExecutor(Executor):
         follow: bool = False,
         *,
         job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
     ) -> Iterator[str]:
         """Lines (without newline) of one pod's log.
 
         With ``follow``, waits for a pending pod, yields lines as they are written, goes on with
         the new log when the pod is restarted (backoffLimit, JobSet restart, resume) and ends
-        when the pod ends.
+        when the pod ends. ``tail``, ``previous`` and ``timestamps``: :mod:`trainjob.local.
+        logfiles` (the last lines, the attempt before a restart, when each line was written).
         """
         row = self._row(name, namespace)
-        known = {(p.job, p.index, p.job_index) for p in self._pods(row)}
+        pods = self._pods(row)
+        known = {(p.job, p.index, p.job_index) for p in pods}
         if known and (job, index, job_index) not in known:
             steps = ", ".join(sorted(f"{j}-{i}" for j, i, _ in known))
             raise NotFoundError(f'pod {job}-{index} of TrainJob "{name}" not found (pods: {steps})')
         path = self.log_path(name, namespace, job, index, job_index)
-        return self._follow(row, path, job, index, job_index) if follow else _read(path)
+        if previous:
+            pod = next((p.name for p in pods if (p.job, p.index, p.job_index) == (job, index,
+                        job_index)), f"{name}-{job}-{index}")  # fmt: skip
+            path = logfiles.previous(path, job, pod)
+            follow = False
+        start = logfiles.tail_offset(path, tail) if tail is not None else 0
+        if follow:
+            return self._follow(row, path, job, index, job_index, start, timestamps)
+        return logfiles.read(path, start, timestamps)
 
     def _follow(
-        self, row: JobRow, path: Path, job: str, index: int, job_index: int
+        self,
+        row: JobRow,
+        path: Path,
+        job: str,
+        index: int,
+        job_index: int,
+        start: int = 0,
+        timestamps: bool = False,
     ) -> Iterator[str]:
         def pod_done() -> bool:
             cur = self.store.job(row.namespace, row.name)
@@ -437,6 +496,19 @@ class LocalExecutor(Executor):
             except FileNotFoundError:
                 continue
             with f:
+                f.seek(start)
+                offset, start = start, 0  # a restarted pod's new log is read whole
+                stamps = logfiles.Times(path) if timestamps else None
+
+                def out(raw: bytes, end: int) -> str:
+                    nonlocal stamps
+                    text = raw.decode(errors="replace")
+                    if stamps is None:
+                        return text
+                    if end > (stamps.offsets[-1] if stamps.offsets else 0):
+                        stamps = logfiles.Times(path)  # newer records since
+                    return f"{stamps.at(end, path)} {text}"
+
                 buf = b""
                 while True:
                     chunk = f.read(65536)
@@ -448,14 +520,15 @@ class LocalExecutor(Executor):
                         chunk = f.read()  # what it wrote before it ended
                         if not chunk:
                             if buf:
-                                yield buf.decode(errors="replace")
+                                yield out(buf, offset + len(buf))
                             if done:
                                 return
                             break  # the pod restarted: follow its new log
                     buf += chunk
                     *lines, buf = buf.split(b"\n")
                     for line in lines:
-                        yield line.decode(errors="replace")
+                        offset += len(line) + 1
+                        yield out(line, offset)
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         row = self._row(name, namespace)
@@ -506,8 +579,12 @@ class LocalExecutor(Executor):
         # Whatever carries the job's mark (a supervisor killed before it could stop them).
         ptree.end(ptree.owned(f"{row.uid}/"), grace=0)
         runners.clean_up(row.runner, namespace, name, row.uid)
-        with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to: no files
-            shutil.rmtree(homes.job_dir(self.home, namespace, name), ignore_errors=True)
+        try:
+            files.remove_tree(self.home, homes.job_dir(self.home, namespace, name))
+        except files.UnsafePathError as e:  # a link planted on the way: its target is left alone
+            log.warning("warning: the files of %s/%s were not removed: %s", namespace, name, e)
+        except ConfigError:
+            pass  # a row no valid job dir belongs to: no files
         self.store.delete_job(namespace, name, row.uid)
 
     # -- runtimes -----------------------------------------------------------------------------
@@ -575,14 +652,45 @@ def _uid() -> str:
     return str(uuid.uuid4())
 
 
+def _problem(row: JobRow) -> str | None:
+    """What makes a stored job unreadable (a damaged or hand-edited row), or None."""
+    try:
+        if not isinstance(json.loads(row.trainjob), dict):
+            return "its TrainJob is not a JSON object"
+        if not isinstance(json.loads(row.status or "{}"), dict):
+            return "its status is not a JSON object"
+        float(row.created_ts)
+        if not isinstance(row.restarts, int):
+            return f"restarts is {row.restarts!r}, not a number"
+    except (TypeError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _summary_object(trainjob: str | None, status: str, restarts: object) -> dict[str, Any] | None:
+    """A listing's TrainJob object with its status, or None when the row is damaged."""
+    if trainjob is None or not isinstance(restarts, int):
+        return None
+    try:
+        obj = json.loads(trainjob)
+        st_obj = json.loads(status or "{}")
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(obj, dict) or not isinstance(st_obj, dict):
+        return None
+    if st_obj:
+        obj["status"] = st_obj
+    return obj
+
+
 def _longest_grace(row: JobRow) -> float:
     """The longest ``terminationGracePeriodSeconds`` of the job's pods (the local default when
     none sets one): how long its supervisor may take to stop them."""
     try:
         plan = Plan(tuple(json.loads(row.plan)))
-    except ValueError:
+        graces = [podrun.grace_of(t.spec) for t in pods.pod_templates(plan, row.uid)]
+    except (ValueError, TypeError, KeyError, AttributeError):  # a damaged row: delete it anyway
         return podrun.DEFAULT_GRACE
-    graces = [podrun.grace_of(t.spec) for t in pods.pod_templates(plan, row.uid)]
     return max(graces, default=podrun.DEFAULT_GRACE)
 
 
@@ -592,25 +700,6 @@ def _replaced(path: Path, f: BinaryIO) -> bool:
         return os.stat(path).st_ino != os.fstat(f.fileno()).st_ino
     except FileNotFoundError:
         return True
-
-
-def _read(path: Path) -> Iterator[str]:
-    """The lines of a finished read of ``path``, streamed: a 200 MB log is never in memory at
-    once (``trainjob logs NAME`` without ``-f``)."""
-    try:
-        f = path.open("rb")
-    except FileNotFoundError:
-        return iter(())
-    return _lines(f)
-
-
-_LONGEST_LINE = 1 << 20  # a longer line (no newline in a megabyte) comes in pieces of this size
-
-
-def _lines(f: BinaryIO) -> Iterator[str]:
-    with f:
-        while raw := f.readline(_LONGEST_LINE):
-            yield raw.removesuffix(b"\n").decode(errors="replace")
 
 
 def _pod_state(p: PodRow) -> PodState:

@@ -13,6 +13,7 @@ kubelet does). Used by :mod:`trainjob.local.supervisor`.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import subprocess
@@ -22,12 +23,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
+from trainjob import text
 from trainjob.core import jobset
-from trainjob.local import procs, ptree
+from trainjob.local import files, logfiles, procs, ptree
 from trainjob.local.pods import LocalContainer, LocalPod
 from trainjob.local.probes import Outcome, PodProbes
 
 PROBE_KILL_GRACE = 3.0  # SIGTERM, then SIGKILL: the local backend's grace everywhere
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
+SCRIPT_ENV = "TRAINJOB_COMMAND_FILE"
 DEFAULT_GRACE = PROBE_KILL_GRACE  # terminationGracePeriodSeconds when a pod sets none (30 there)
 
 
@@ -58,11 +62,49 @@ TORCH_EXIT_HINT = (
 and what the failed pod says instead, so its message names the cause and the fix."""
 
 
-def log_says(log: Path) -> str:
+# torchrun's report of a rank it lost: "... failed (exitcode: -9) local_rank: 1 (pid: 12) ..."
+_TORCHRUN_RANK = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+_TORCHRUN_ROOT_RANK = re.compile(r"^rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
+_TORCHRUN_SIGNAL = re.compile(r"Signal (\d+) \((SIG[A-Z0-9]+)\) received by PID")
+# Signals whose victim prints nothing about them: its last line is not why it ended.
+_SILENT_SIGNALS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _rank_killed(lines: list[str]) -> str:
+    """torchrun's verdict on a rank a silent signal ended ("rank 1 (local rank 1) was killed by
+    SIGKILL"), from its failure report; "" when none was (a SIGABRT prints its own reason)."""
+    silent = {int(s) for s in _SILENT_SIGNALS}
+    rank = local = ""
+    for ln in lines:
+        m = _TORCHRUN_ROOT_RANK.match(ln)
+        if m:
+            rank, local = m.groups()
+        m = _TORCHRUN_SIGNAL.search(ln)
+        if m and rank and int(m.group(1)) in silent:
+            return f"rank {rank} (local rank {local}) was killed by {m.group(2)}"
+    for ln in lines:
+        m = _TORCHRUN_RANK.search(ln)
+        if m and -int(m.group(1)) in silent:
+            return f"local rank {m.group(2)} was killed by {_signal_name(-int(m.group(1)))}"
+    return ""
+
+
+def log_says(log: Path, code: int = 1) -> str:
     """What a failed container's log says went wrong, as kubelet's FallbackToLogsOnError would.
 
     In the log's tail, up to where torchrun reports a failed rank: the last Python exception
-    line, else the last line that is not a rule of ``=``/``-``; "" when empty or unreadable.
+    line, else the last line that is not a rule of ``=``/``-``; "" when empty or unreadable. A
+    rank that torchrun reports killed by a signal is named with it. When the container itself
+    (exit ``code``) was ended by a signal that lets it print nothing (SIGKILL, SIGTERM...), only
+    an exception line counts: its last line (``step 10``) is not why it ended. Terminal escapes
+    are dropped and control characters escaped (the line goes into a status and ``describe``).
     """
     try:
         with log.open("rb") as f:
@@ -70,13 +112,18 @@ def log_says(log: Path) -> str:
             lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
     except OSError:
         return ""
+    lines = [text.clean(ln).strip() for ln in lines]
+    killed = _rank_killed(lines)
+    if killed:
+        return killed
     for i, ln in enumerate(lines):
         if _TORCHRUN_FAILED.search(ln):
             lines = lines[:i] or lines
             break
     lines = [ln for ln in lines if ln.strip("=-_*#~ ")]
     errors = [ln for ln in lines if _EXCEPTION.match(ln)]
-    said = (errors or lines or [""])[-1]
+    silent = code > 128 and (code - 128) in {int(s) for s in _SILENT_SIGNALS}
+    said = (errors or ([] if silent else lines) or [""])[-1]
     if said == TORCH_EXIT_ABORT:
         return TORCH_EXIT_HINT
     return said if len(said) <= _LONGEST else said[: _LONGEST - 3] + "..."
@@ -114,6 +161,7 @@ class PodRun:
         self._probe_pool = probe_pool
         self._sigkill_at: dict[int, float] = {}
         self._out: IO[bytes] | None = None
+        self._logged = 0  # the log's size at its last growth record
         labels = pod.template.labels
         self.owner = f"{labels.get(jobset.LABEL_JOBSET_UID, '')}/{pod.template.name}/"
         self.grace = grace_of(pod.template.spec)
@@ -128,21 +176,50 @@ class PodRun:
     def done(self) -> bool:
         return self.exit_code is not None
 
+    def note_log_growth(self) -> None:
+        """Record when the log grew (``logs --timestamps``; :mod:`trainjob.local.logfiles`)."""
+        if self._out is None:
+            return
+        try:
+            size = os.fstat(self._out.fileno()).st_size
+        except (OSError, ValueError):
+            return
+        self._logged = logfiles.note_growth(self.log, size, self._logged)
+
     @property
     def leader(self) -> subprocess.Popen[bytes] | None:
         return self.procs[0] if self.procs else None
 
     def start(self) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        self._out = self.log.open("ab", buffering=0)
+        job_dir = self.log.parent.parent  # logs/ is in the job's directory, made by the executor
+        files.private_dirs(job_dir, self.log.parent)
+        files.private_dirs(job_dir, job_dir / "tmp")  # TMPDIR and TRAINJOB_JOB_TMP of the pods
+        self._out = os.fdopen(files.open_private(self.log), "ab", buffering=0)
         self._advance()
 
     def _spawn(self, ctrs: tuple[LocalContainer, ...]) -> None:
         assert self._out is not None
-        self.procs = [
-            procs.spawn(c.argv, {**c.env, ptree.OWNER_ENV: self.owner + c.name}, c.cwd, self._out)
-            for c in ctrs
-        ]
+        started = []
+        for c in ctrs:
+            argv, env = self._out_of_argv(c)
+            env[ptree.OWNER_ENV] = self.owner + c.name
+            started.append(procs.spawn(argv, env, c.cwd, self._out))
+        self.procs = started
+
+    def _out_of_argv(self, c: LocalContainer) -> tuple[list[str], dict[str, str]]:
+        """A shell's ``-c`` script kept out of the process table, where every local user reads
+        it (``ps``): written to a 0600 file of the job and sourced from it (``. "$FILE"``), so
+        ``$0``, the arguments after it and the script's behaviour stay the same. A
+        CustomTrainer's function and its ``func_args`` travel in such a script."""
+        argv, env = list(c.argv), dict(c.env)
+        if len(argv) < 3 or Path(argv[0]).name not in SHELLS or argv[1] != "-c":
+            return argv, env
+        folder = self.log.parent.parent / "tmp" / "commands"
+        files.private_dirs(self.log.parent.parent, folder)
+        script = folder / f"{self.pod.template.name}-{c.name}.sh"
+        files.write_private(script, argv[2].encode())
+        env[SCRIPT_ENV] = str(script)
+        return [argv[0], "-c", f'. "${SCRIPT_ENV}"', *argv[3:]], env
 
     def track(self, tab: dict[int, ptree.Proc]) -> None:
         """Remember the pod's processes now (its containers' trees and what carries its mark),

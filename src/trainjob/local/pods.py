@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trainjob import extras
-from trainjob.api import quantity
+from trainjob.api import corev1, quantity
 from trainjob.core import jobset
 from trainjob.local import home as homes
 from trainjob.local import probes
@@ -286,6 +286,11 @@ def mount_map(ctr: Obj, dirs: Mapping[str, Path]) -> list[tuple[str, str]]:
         if host is None:
             continue
         if m.get("subPath"):
+            if corev1.descending_path_problems(str(m["subPath"])):  # from a patch: not validated
+                raise PodConfigError(
+                    f'volumeMount subPath {m["subPath"]!r} of volume "{m["name"]}" must be a '
+                    "relative path inside its volume (no '..')"
+                )
             host = host / m["subPath"]
         pairs.append((m["mountPath"].rstrip("/") or "/", str(host)))
     return sorted(pairs, key=lambda p: len(p[0]), reverse=True)
@@ -320,6 +325,11 @@ def volume_files(volume: Obj, objects: Plan) -> dict[str, tuple[bytes, int]]:
     out: dict[str, tuple[bytes, int]] = {}
     for item in items:
         if item["key"] in data:
+            if corev1.descending_path_problems(str(item["path"])):
+                raise PodConfigError(
+                    f"volume item path {item['path']!r} must be a relative path inside its "
+                    "volume (no '..')"
+                )
             out[item["path"]] = (data[item["key"]], int(item.get("mode") or default_mode))
     return out
 
@@ -560,6 +570,9 @@ def build_pod(
                 run_dir = local
         full_env = {**base_env, "PATH": path, "HOSTNAME": pod.hostname}
         full_env[homes.ENV_JOB_TMP] = str(homes.job_tmp_dir(volumes_root))
+        # A pod's /tmp is its own on a cluster: here the job's tmp/, removed with the job, so
+        # mktemp and tempfile leave nothing in the system's /tmp (the pod's env may still set it).
+        full_env["TMPDIR"] = full_env[homes.ENV_JOB_TMP]
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         full_env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
         full_env.update(env)

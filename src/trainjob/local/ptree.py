@@ -122,9 +122,17 @@ def signal_all(procs: Procs, sig: int) -> None:
                 os.kill(pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once woken
 
 
+# How long end() waits for SIGKILLed processes to exit (a loaded machine can take a while).
+KILL_WAIT = 5.0
+
+
 def end(procs: Procs, grace: float) -> None:
     """Stop ``procs`` as the kubelet stops a container: SIGTERM, up to ``grace`` seconds for them
-    to exit, then SIGKILL for what remains (``grace`` 0: SIGKILL at once)."""
+    to exit, then SIGKILL for what remains (``grace`` 0: SIGKILL at once).
+
+    Returns once they are gone (or after ``KILL_WAIT`` seconds): SIGKILL is delivered
+    asynchronously, and a caller that reports a job stopped must not race its processes' exit.
+    """
     if not procs:
         return
     if grace > 0:
@@ -133,6 +141,9 @@ def end(procs: Procs, grace: float) -> None:
         while alive(procs) and time.monotonic() < deadline:
             time.sleep(0.05)
     signal_all(procs, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT
+    while alive(procs) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def become_subreaper() -> bool:

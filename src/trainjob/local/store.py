@@ -7,14 +7,16 @@ supervisors of several jobs can use the file at once; a supervisor writes only r
 job ``uid``, so a deleted and re-created job is never touched by the old job's supervisor.
 
 The schema is versioned (``meta.schema_version``); a store written by a newer trainjob is refused
-rather than misread. A write that fails because the disk is full (or the file cannot be written)
-is rolled back and raised as :class:`StoreFullError`, a ConfigError that names the store and what
-to do, never a traceback. Called by :mod:`trainjob.local.executor` and :mod:`trainjob.local.supervisor`.
+rather than misread. Every SQLite error is one line naming the store and what to do, never a
+traceback: a write the disk refused (full, read-only) rolls back as :class:`StoreFullError`, a
+lock held past the busy timeout is :class:`StoreBusyError`, a truncated or garbled file
+:class:`StoreDamagedError`. Reading needs no write lock (the schema is only written when it must
+be created or upgraded), so reads work beside a long transaction and on a read-only home. Called by :mod:`trainjob.local.executor` and :mod:`trainjob.local.supervisor`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import json
 import os
 import shutil
@@ -25,16 +27,29 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from trainjob.errors import AlreadyExistsError, ConfigError
+from trainjob.local import files
 
 SCHEMA_VERSION = 3
-# SQLite primary result codes of a write the disk refused (sqlite3.h).
-_WRITE_ERRORS = (10, 13, 14)  # SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
+# SQLite primary result codes (sqlite3.h).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_CORRUPT = 5, 6, 8, 11
+SQLITE_CANTOPEN, SQLITE_NOTADB = 14, 26
+_WRITE_ERRORS = (10, 13, 14)  # SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN: a write the disk refused
+BUSY_TIMEOUT = 30.0  # seconds a transaction waits for another process's lock
 
 
 class StoreFullError(ConfigError):
     """The job store could not be written: its disk is full, or the file is not writable."""
+
+
+class StoreBusyError(ConfigError):
+    """Another process held the job store's lock longer than the busy timeout."""
+
+
+class StoreDamagedError(ConfigError):
+    """The job store's file is not a database, or a damaged one (truncated, overwritten)."""
 
 
 _SCHEMA = """
@@ -186,52 +201,125 @@ def _pod(r: tuple[Any, ...]) -> PodRow:
 
 
 class Store:
-    """A connection to ``path`` (created with its schema on first use)."""
+    """A connection to ``path`` (created with its schema on first use).
 
-    def __init__(self, path: Path) -> None:
+    The home is created 0700 and the store's files tightened to 0600 on every open
+    (:mod:`trainjob.local.files`). A home this user cannot write (a read-only mount) is opened
+    read-only: listing, describing and logs work; a write is a StoreFullError saying so.
+    """
+
+    def __init__(self, path: Path, *, busy_timeout: float = BUSY_TIMEOUT) -> None:
         # Private to its user: the store holds Secrets of the Plan (the MPI SSH key) and every
         # job's env. SQLite gives the -wal and -shm files the database file's mode.
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self.path = path
+        self.read_only = False
+        self._empty = False
+        self.busy_timeout = busy_timeout
+        files.ensure_home(path.parent)
+        for f in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            files.tighten_file(f)
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as e:
+            if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise StoreFullError(self._cannot_write(e)) from None
+            if not path.exists():
+                raise StoreFullError(
+                    f"cannot create the job store {path}: {e.strerror} (its directory cannot be "
+                    "written): set TRAINJOB_HOME to a directory you can write"
+                ) from None
+            self.read_only = True
+        if not self.read_only and not os.access(path.parent, os.W_OK):
+            self.read_only = True
         # One connection per Store, usable from any thread of this process (the SDK follows logs
         # in threads); the lock keeps each transaction and each read whole.
         self._lock = threading.RLock()
-        try:
-            self._db = sqlite3.connect(
-                str(path), timeout=30.0, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA busy_timeout = 30000")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.OperationalError as e:
-            if (e.sqlite_errorcode & 0xFF) in _WRITE_ERRORS:
-                raise StoreFullError(self._cannot_write(e)) from None
-            raise
+        self._db = self._connect()
         self._migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        with self._errors():
+            if self.read_only:
+                return self._connect_read_only()
+            db = sqlite3.connect(
+                str(self.path), timeout=self.busy_timeout, isolation_level=None,
+                check_same_thread=False,
+            )  # fmt: skip
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            return db
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """Read-only: WAL needs its -shm file, which a read-only directory cannot get; then the
+        file is read as immutable (nobody can write it there either)."""
+        uri = f"file:{quote(str(self.path))}?mode=ro"
+        for params in ("", "&immutable=1"):
+            try:
+                db = sqlite3.connect(
+                    uri + params, uri=True, timeout=self.busy_timeout, isolation_level=None,
+                    check_same_thread=False,
+                )  # fmt: skip
+                db.execute("SELECT count(*) FROM sqlite_master").fetchall()
+                return db
+            except sqlite3.OperationalError as e:
+                if params or (e.sqlite_errorcode & 0xFF) != SQLITE_CANTOPEN:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
         self._db.close()
 
     @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's errors as one line each: what is wrong with the store and what to do."""
+        try:
+            yield
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as e:
+            code = getattr(e, "sqlite_errorcode", 0) & 0xFF
+            if code == SQLITE_READONLY or (self.read_only and code in _WRITE_ERRORS):
+                raise StoreFullError(
+                    f"cannot write the job store {self.path}: it is read-only here ({e}): "
+                    "reading jobs works, changing them needs a TRAINJOB_HOME you can write"
+                ) from None
+            if code in _WRITE_ERRORS:
+                raise StoreFullError(self._cannot_write(e)) from None
+            if code in (SQLITE_BUSY, SQLITE_LOCKED):
+                raise StoreBusyError(
+                    f"the job store {self.path} is locked by another process and stayed locked "
+                    f"for {self.busy_timeout:.0f} s ({e}): wait for it (a long sqlite3 session on "
+                    "the file?) and try again"
+                ) from None
+            if code in (SQLITE_CORRUPT, SQLITE_NOTADB) or not code:
+                raise StoreDamagedError(
+                    f"the job store {self.path} is damaged ({e}): move it aside (mv {self.path} "
+                    f"{self.path}.damaged) and trainjob starts an empty one; the jobs it held "
+                    "are not in the new one"
+                ) from None
+            raise
+
+    @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._errors():
+            if self.read_only:
+                raise StoreFullError(
+                    f"cannot write the job store {self.path}: its directory is read-only: reading "
+                    "jobs works, changing them needs a TRAINJOB_HOME you can write"
+                )
+            self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
-                    raise
-            except sqlite3.OperationalError as e:
-                if (e.sqlite_errorcode & 0xFF) in _WRITE_ERRORS:
-                    raise StoreFullError(self._cannot_write(e)) from None
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
 
-    def _cannot_write(self, e: sqlite3.Error) -> str:
+    def _cannot_write(self, e: BaseException) -> str:
         where = self.path.parent
         try:
             free = f"{shutil.disk_usage(where).free // 1024} KiB free"
@@ -243,10 +331,38 @@ class Store:
         )
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
+        if self._empty:
+            return []
+        with self._lock, self._errors():
             return self._db.execute(sql, args).fetchall()
 
+    def _schema_version(self) -> int | None:
+        """The store's schema version, read without a write lock (None: no schema yet)."""
+        try:
+            rows = self._read("SELECT value FROM meta WHERE key = 'schema_version'")
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return None
+            raise
+        return int(rows[0][0]) if rows else None
+
     def _migrate(self) -> None:
+        version = self._schema_version()
+        if version == SCHEMA_VERSION:
+            return  # nothing to write: no write lock taken (reads beside a held lock work)
+        if version is not None and version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"the job store {self.path} has schema version {version}, newer than this "
+                f"trainjob's {SCHEMA_VERSION}: upgrade trainjob or use another TRAINJOB_HOME"
+            )
+        if self.read_only:
+            if version is None:
+                self._empty = True  # a read-only home without jobs: every read finds none
+                return
+            raise StoreFullError(
+                f"the job store {self.path} needs an upgrade (schema {version}) and is read-only "
+                "here: run trainjob once with TRAINJOB_HOME writable"
+            )
         with self._tx() as db:
             for stmt in _SCHEMA.split(";"):
                 if stmt.strip():
@@ -408,10 +524,11 @@ class Store:
 
     def job_summaries(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
         """For listings: ``SUMMARY_COLS`` of every job, oldest first, without the big JSON
-        columns; ``trainjob`` is the TrainJob without ``spec.trainer.command``/``args``."""
+        columns; ``trainjob`` is the TrainJob without ``spec.trainer.command``/``args`` (None
+        when the stored one is not JSON: a damaged row, which the executor reports)."""
         sql = (
-            f"SELECT {', '.join(SUMMARY_COLS[:-1])}, json_remove(trainjob, "
-            "'$.spec.trainer.command', '$.spec.trainer.args') FROM jobs"
+            f"SELECT {', '.join(SUMMARY_COLS[:-1])}, CASE WHEN json_valid(trainjob) THEN "
+            "json_remove(trainjob, '$.spec.trainer.command', '$.spec.trainer.args') END FROM jobs"
         )
         args: tuple[str, ...] = ()
         if namespace is not None:

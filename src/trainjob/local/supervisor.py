@@ -40,9 +40,10 @@ from typing import Any
 from trainjob.api import constants as c
 from trainjob.core import jobset as js
 from trainjob.core import times
+from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.local import home as homes
-from trainjob.local import mpi, pods, procs, ptree, status, volumes
+from trainjob.local import logfiles, mpi, pods, procs, ptree, status, volumes
 from trainjob.local import runner as runners
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
@@ -266,13 +267,13 @@ class Supervisor:
                 local = self.runner.build(
                     t, self.plan, vols, self.row.cwd, self.namespace, self.base_env
                 )
-            except (pods.PodConfigError, OSError) as e:
+            except (pods.PodConfigError, OSError, ConfigError) as e:  # ConfigError: a planted link
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
             log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
             try:
                 run = self.runner.start(local, log, self.probe_pool)
-            except OSError as e:
+            except (OSError, ConfigError) as e:
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
             self.runs[key] = run
@@ -332,7 +333,7 @@ class Supervisor:
                 what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
                 if run.failed_container in run.killed_why:
                     what += f" ({run.killed_why[run.failed_container]})"
-                said = log_says(run.log)
+                said = log_says(run.log, code)
                 what += (f"; its log says: {said}" if said else "") + homes.disk_full_note(
                     run.log.parent
                 )
@@ -372,6 +373,9 @@ class Supervisor:
             while log.with_name(f"{log.name}.{n}").exists():
                 n += 1
             log.rename(log.with_name(f"{log.name}.{n}"))
+            times = logfiles.times_path(log)
+            if times.exists():
+                times.rename(logfiles.times_path(log.with_name(f"{log.name}.{n}")))
 
     def kill_all(self) -> None:
         stop_all(self.runs.values())
@@ -549,6 +553,8 @@ class Supervisor:
                 self.start_pods()
             if self.phase not in st.FINISHED:
                 self.check_deadline()
+        for run in self.runs.values():
+            run.note_log_growth()
         self.flush()
         return self.phase not in st.FINISHED
 

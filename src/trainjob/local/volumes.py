@@ -2,15 +2,16 @@
 
 An ``emptyDir``, a PVC or a volume claim template is an empty directory shared by every pod of the
 job that mounts it (so an initializer's ``/workspace`` is the trainer's); a Secret or ConfigMap
-volume gets its keys as files with their modes. Used by the supervisor before a pod starts.
+volume gets its keys as files, with the owner's bits of their modes only (a Secret's ``0640``
+would show the MPI key to this machine's other users, who are not the pod's group). Nothing is
+written through a link (:mod:`trainjob.local.files`). Used by the supervisor before a pod starts.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from trainjob.local import pods
+from trainjob.local import files, pods
 from trainjob.runtime.plan import Plan
 
 
@@ -22,11 +23,8 @@ def materialize(pod: pods.PodTemplate, plan: Plan, root: Path) -> None:
         volume = by_name.get(name) or {}
         if "hostPath" in volume:
             continue
-        path.mkdir(parents=True, exist_ok=True)
+        files.private_dirs(root.parent, path)
         for rel, (content, mode) in pods.volume_files(volume, plan).items():
             target = path / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.exists():
-                target.chmod(0o600)
-            target.write_bytes(content)
-            os.chmod(target, mode)
+            files.private_dirs(root.parent, target.parent)
+            files.write_private(target, content, mode)

@@ -76,7 +76,7 @@ def test_booleans_are_not_quantities() -> None:
         pytest.param([("2", 2), ("500m", 1)], "4500m", id="decimal sums stay decimal"),
     ],
 )
-def test_sums_follow_go_format_rules(terms: list[tuple[str, int]], want: str) -> None:
+def test_sums_follow_go_format_rules(terms: list[tuple[str | int | float, int]], want: str) -> None:
     assert quantity.add(terms) == want
 
 

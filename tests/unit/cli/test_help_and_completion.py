@@ -22,7 +22,7 @@ def every_command() -> list[list[str]]:
     _register()
     group: Any = typer.main.get_command(app)
     ctx = group.make_context("trainjob", [], resilient_parsing=True)
-    out = [[]]
+    out: list[list[str]] = [[]]
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
         out.append([name])

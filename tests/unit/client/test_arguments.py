@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from trainjob import (
     TorchTuneConfig,
     TrainerClient,
 )
+from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.client.config import LocalProcessBackendConfig
 from trainjob.local import LocalExecutor, limits
 
@@ -347,7 +349,14 @@ def test_train_with_any_arguments_submits_or_raises_one_clear_error(
     # Submitting is replaced by its checks (LocalExecutor.check: the same validation, limits
     # and command checks, without starting processes), so 150 examples take seconds.
     ex: LocalExecutor = client.backend.executor  # type: ignore[attr-defined]
-    ex.submit = lambda tj, runtimes=(), cwd=None: ex.check(tj, runtimes, cwd=cwd)  # type: ignore[method-assign]
+
+    def check_only(
+        tj: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+    ) -> TrainJob:
+        ex.check(tj, runtimes, cwd=cwd)
+        return tj
+
+    ex.submit = check_only  # type: ignore[method-assign, assignment]
     try:
         client.train(runtime=runtime, trainer=trainer, initializer=initializer, options=options)
     except (TypeError, ValueError) as e:

@@ -11,6 +11,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,12 +26,12 @@ HOSTILE = ['"; rm -rf / #', "$(touch pwned)", "`touch pwned2`", "a'b", "x\ny", "
 
 
 def runtime(
-    command=runtimes.DEFAULT_COMMAND,
-    trainer_type=types.TrainerType.CUSTOM_TRAINER,
-    framework="torch",
-    name="test-runtime",
-    kind=types.RuntimeKind.CLUSTER_TRAINING_RUNTIME,
-):
+    command: Any = runtimes.DEFAULT_COMMAND,
+    trainer_type: types.TrainerType = types.TrainerType.CUSTOM_TRAINER,
+    framework: str = "torch",
+    name: str = "test-runtime",
+    kind: types.RuntimeKind = types.RuntimeKind.CLUSTER_TRAINING_RUNTIME,
+) -> types.Runtime:
     trainer = types.RuntimeTrainer(trainer_type=trainer_type, framework=framework, image="img")
     trainer.set_command(command)
     return types.Runtime(name=name, trainer=trainer, kind=kind)
@@ -62,7 +64,7 @@ PIP_SCRIPT = (
 )
 
 
-def test_pip_script_is_upstreams_text():
+def test_pip_script_is_upstreams_text() -> None:
     got = builder.pip_install_script(
         ["torch", "numpy", "custom-package"],
         ["https://pypi.org/simple", "https://private.repo.com/simple"],
@@ -81,7 +83,7 @@ def _bash_array(script: str, var: str) -> list[str]:
     return out.stdout.split("\0")[:-1]
 
 
-def test_hostile_package_names_and_index_urls_stay_single_words(tmp_path):
+def test_hostile_package_names_and_index_urls_stay_single_words(tmp_path: Path) -> None:
     urls = ["https://x/simple; touch pwned", "$(touch pwned3)"]
     script = builder.pip_install_script(HOSTILE, urls)
     assert _bash_array(script, "PACKAGES") == HOSTILE
@@ -94,7 +96,7 @@ def test_hostile_package_names_and_index_urls_stay_single_words(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def _run(command: list[str], cwd) -> subprocess.CompletedProcess[str]:
+def _run(command: list[str], cwd: Path | str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     assert command[:2] == ["bash", "-c"]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
@@ -103,7 +105,9 @@ def _run(command: list[str], cwd) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     "hostile", HOSTILE, ids=[f"argument {h!r} reaches python unchanged" for h in HOSTILE]
 )
-def test_generated_command_runs_the_function_with_hostile_arguments_literally(tmp_path, hostile):
+def test_generated_command_runs_the_function_with_hostile_arguments_literally(
+    tmp_path: Path, hostile: Any
+) -> None:
     job = builder.build(
         runtime(), trainer=types.CustomTrainer(func=s.train_plain, func_args={"lr": hostile})
     )
@@ -113,7 +117,7 @@ def test_generated_command_runs_the_function_with_hostile_arguments_literally(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing created in the cwd
 
 
-def test_generated_command_never_overwrites_a_file_of_the_working_directory(tmp_path):
+def test_generated_command_never_overwrites_a_file_of_the_working_directory(tmp_path: Path) -> None:
     (tmp_path / "shippable.py").write_text("KEEP\n")
     job = builder.build(runtime(), trainer=types.CustomTrainer(func=s.train_no_args))
     out = _run(job["spec"]["trainer"]["command"], tmp_path)
@@ -122,7 +126,7 @@ def test_generated_command_never_overwrites_a_file_of_the_working_directory(tmp_
     assert (tmp_path / "shippable.py").read_text() == "KEEP\n"
 
 
-def test_pip_install_leaves_the_working_directory_alone(tmp_path):
+def test_pip_install_leaves_the_working_directory_alone(tmp_path: Path) -> None:
     (tmp_path / "pip_install.log").write_text("KEEP\n")
     job = builder.build(
         runtime(),
@@ -158,7 +162,7 @@ def test_pip_install_leaves_the_working_directory_alone(tmp_path):
         ),
     ],
 )
-def test_entrypoint_follows_the_runtime(command, entrypoint, prefix):
+def test_entrypoint_follows_the_runtime(command: Any, entrypoint: Any, prefix: Any) -> None:
     job = builder.build(runtime(command), trainer=types.CustomTrainer(func=s.train_no_args))
     cmd = job["spec"]["trainer"]["command"]
     assert cmd[: len(prefix)] == prefix
@@ -166,7 +170,7 @@ def test_entrypoint_follows_the_runtime(command, entrypoint, prefix):
     assert len(cmd) == len(prefix) + 1
 
 
-def test_mpi_pip_log_goes_to_the_mpi_user_home():
+def test_mpi_pip_log_goes_to_the_mpi_user_home() -> None:
     job = builder.build(
         runtime(runtimes.MPI_COMMAND),
         trainer=types.CustomTrainer(func=s.train_no_args, packages_to_install=["x"]),
@@ -174,7 +178,7 @@ def test_mpi_pip_log_goes_to_the_mpi_user_home():
     assert 'LOG_FILE="/home/mpiuser/pip_install.log"' in job["spec"]["trainer"]["command"][-1]
 
 
-def test_custom_trainer_fills_nodes_resources_image_and_env():
+def test_custom_trainer_fills_nodes_resources_image_and_env() -> None:
     job = builder.build(
         runtime(),
         trainer=types.CustomTrainer(
@@ -203,13 +207,13 @@ def test_custom_trainer_fills_nodes_resources_image_and_env():
         ),
     ],
 )
-def test_zero_num_nodes_leaves_the_runtimes_number(trainer):
+def test_zero_num_nodes_leaves_the_runtimes_number(trainer: Any) -> None:
     # upstream's `if trainer.num_nodes:`: 0 sends no numNodes, so the runtime's mlPolicy decides
     job = builder.build(runtime(), trainer=trainer)
     assert "numNodes" not in job["spec"]["trainer"]
 
 
-def test_zero_num_nodes_of_a_builtin_trainer_leaves_the_runtimes_number():
+def test_zero_num_nodes_of_a_builtin_trainer_leaves_the_runtimes_number() -> None:
     job = builder.build(TORCHTUNE, trainer=types.BuiltinTrainer(types.TorchTuneConfig(num_nodes=0)))
     assert "numNodes" not in job["spec"]["trainer"]
 
@@ -222,16 +226,17 @@ def test_zero_num_nodes_of_a_builtin_trainer_leaves_the_runtimes_number():
         pytest.param("ÄÖ", id="a non-ASCII env name is refused"),
     ],
 )
-def test_env_names_kubernetes_would_refuse_are_refused_here(name):
+def test_env_names_kubernetes_would_refuse_are_refused_here(name: str) -> None:
     with pytest.raises(ValueError, match="printable ASCII characters other than '='"):
         builder.build(runtime(), trainer=types.CustomTrainer(func=s.train_no_args, env={name: "1"}))
 
 
-def test_env_values_are_strings_and_none_is_empty():
+def test_env_values_are_strings_and_none_is_empty() -> None:
     job = builder.build(
         runtime(),
         trainer=types.CustomTrainer(
-            func=s.train_no_args, env={"N": 1, "E": None, "S": "$(id) `id`", "my.dotted-name": "x"}
+            func=s.train_no_args,
+            env={"N": 1, "E": None, "S": "$(id) `id`", "my.dotted-name": "x"},  # type: ignore[dict-item]
         ),
     )
     assert job["spec"]["trainer"]["env"] == [
@@ -242,7 +247,7 @@ def test_env_values_are_strings_and_none_is_empty():
     ]
 
 
-def test_backend_env_goes_first_and_the_trainers_env_wins():
+def test_backend_env_goes_first_and_the_trainers_env_wins() -> None:
     job = builder.build(
         runtime(),
         trainer=types.CustomTrainer(func=s.train_no_args, env={"A": "mine"}),
@@ -269,7 +274,7 @@ def test_backend_env_goes_first_and_the_trainers_env_wins():
         ),
     ],
 )
-def test_resources_per_node_as_upstream(resources, want):
+def test_resources_per_node_as_upstream(resources: Any, want: Any) -> None:
     assert runtimes.resources_per_node(resources) == {"limits": want, "requests": want}
 
 
@@ -283,7 +288,7 @@ def test_resources_per_node_as_upstream(resources, want):
         pytest.param({"cpu": [1]}, id="a list is not a quantity"),
     ],
 )
-def test_invalid_resources_are_refused(resources):
+def test_invalid_resources_are_refused(resources: Any) -> None:
     with pytest.raises(ValueError):
         runtimes.resources_per_node(resources)
 
@@ -390,11 +395,11 @@ def test_invalid_resources_are_refused(resources):
         ),
     ],
 )
-def test_torchtune_args_as_upstream(config, initializer, want):
+def test_torchtune_args_as_upstream(config: Any, initializer: Any, want: Any) -> None:
     assert builder.torchtune_args(config, initializer) == want
 
 
-def test_builtin_trainer_uses_the_runtime_command_and_nodes():
+def test_builtin_trainer_uses_the_runtime_command_and_nodes() -> None:
     job = builder.build(
         TORCHTUNE,
         trainer=types.BuiltinTrainer(
@@ -425,7 +430,7 @@ def test_builtin_trainer_uses_the_runtime_command_and_nodes():
         ),
         pytest.param(
             TORCHTUNE,
-            types.BuiltinTrainer(types.TorchTuneConfig(dtype="fp64")),
+            types.BuiltinTrainer(types.TorchTuneConfig(dtype="fp64")),  # type: ignore[arg-type]
             "Invalid dtype",
             id="an unknown dtype is refused",
         ),
@@ -446,7 +451,9 @@ def test_builtin_trainer_uses_the_runtime_command_and_nodes():
         ),
     ],
 )
-def test_trainer_and_runtime_mismatches_are_refused(rt, trainer, fragment):
+def test_trainer_and_runtime_mismatches_are_refused(
+    rt: types.Runtime, trainer: Any, fragment: str
+) -> None:
     with pytest.raises(ValueError, match=re.escape(fragment)):
         builder.build(rt, trainer=trainer)
 
@@ -454,7 +461,7 @@ def test_trainer_and_runtime_mismatches_are_refused(rt, trainer, fragment):
 # -- initializers ------------------------------------------------------------------------------
 
 
-def test_initializers_become_spec_initializer_with_upper_cased_env():
+def test_initializers_become_spec_initializer_with_upper_cased_env() -> None:
     job = builder.build(
         runtime(),
         initializer=types.Initializer(
@@ -489,7 +496,7 @@ def test_initializers_become_spec_initializer_with_upper_cased_env():
     assert "trainer" not in job["spec"]
 
 
-def test_data_cache_initializer_env():
+def test_data_cache_initializer_env() -> None:
     got = builder.dataset_initializer(
         types.DataCacheInitializer(
             storage_uri="cache://schema/table",
@@ -505,7 +512,7 @@ def test_data_cache_initializer_env():
     ]
 
 
-def test_an_hf_dataset_with_no_user_is_accepted_as_upstream():
+def test_an_hf_dataset_with_no_user_is_accepted_as_upstream() -> None:
     job = builder.build(
         runtime(),
         initializer=types.Initializer(
@@ -559,7 +566,9 @@ def test_an_hf_dataset_with_no_user_is_accepted_as_upstream():
         ),
     ],
 )
-def test_initializer_uris_are_validated_as_upstream(make, fragment):
+def test_initializer_uris_are_validated_as_upstream(
+    make: Callable[[], object], fragment: str
+) -> None:
     with pytest.raises(ValueError, match=re.escape(fragment)):
         make()
 
@@ -567,13 +576,13 @@ def test_initializer_uris_are_validated_as_upstream(make, fragment):
 # -- the TrainJob and options --------------------------------------------------------------------
 
 
-def test_generated_names_are_twelve_characters_starting_with_a_letter():
+def test_generated_names_are_twelve_characters_starting_with_a_letter() -> None:
     names = {builder.generate_name() for _ in range(50)}
     assert len(names) == 50
     assert all(re.fullmatch(r"[a-z][0-9a-f]{11}", n) for n in names)
 
 
-def test_trainjob_shape_without_trainer_is_just_the_runtime_ref():
+def test_trainjob_shape_without_trainer_is_just_the_runtime_ref() -> None:
     job = builder.build(runtime(name="torch-distributed"), options=[options.Name("my-job")])
     assert job == {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -583,7 +592,7 @@ def test_trainjob_shape_without_trainer_is_just_the_runtime_ref():
     }
 
 
-def test_a_namespaced_runtime_is_referenced_by_kind():
+def test_a_namespaced_runtime_is_referenced_by_kind() -> None:
     job = builder.build(runtime(kind=types.RuntimeKind.TRAINING_RUNTIME), namespace="team")
     assert job["spec"]["runtimeRef"] == {
         "name": "test-runtime",
@@ -593,7 +602,7 @@ def test_a_namespaced_runtime_is_referenced_by_kind():
     assert job["metadata"]["namespace"] == "team"
 
 
-def test_options_edit_the_trainjob():
+def test_options_edit_the_trainjob() -> None:
     patch = options.RuntimePatch(
         training_runtime_spec=options.TrainingRuntimeSpecPatch(
             template=options.JobSetTemplatePatch(
@@ -704,12 +713,12 @@ def test_options_edit_the_trainjob():
         ),
     ],
 )
-def test_invalid_options_are_refused(make, fragment):
+def test_invalid_options_are_refused(make: Callable[[], object], fragment: str) -> None:
     with pytest.raises(ValueError, match=re.escape(fragment)):
         make()
 
 
-def test_trainer_command_is_refused_with_a_custom_trainer():
+def test_trainer_command_is_refused_with_a_custom_trainer() -> None:
     with pytest.raises(
         ValueError, match="TrainerCommand can only be used with CustomTrainerContainer"
     ):
@@ -720,8 +729,8 @@ def test_trainer_command_is_refused_with_a_custom_trainer():
         )
 
 
-def test_an_invalid_trainjob_is_refused_with_field_paths_before_submission():
-    def bad_name(job_spec, trainer, backend):
+def test_an_invalid_trainjob_is_refused_with_field_paths_before_submission() -> None:
+    def bad_name(job_spec: dict[str, Any], trainer: Any, backend: Any) -> None:
         job_spec["metadata"]["name"] = "Not_A_Label"
 
     with pytest.raises(ValueError, match=re.escape('metadata.name: Invalid value: "Not_A_Label"')):
@@ -731,7 +740,7 @@ def test_an_invalid_trainjob_is_refused_with_field_paths_before_submission():
 # -- runtimes ---------------------------------------------------------------------------------
 
 
-def test_builtin_torch_runtime_maps_to_a_custom_trainer_runtime_with_torchrun():
+def test_builtin_torch_runtime_maps_to_a_custom_trainer_runtime_with_torchrun() -> None:
     rt = runtimes.runtime_from_cr(builtin_runtimes()["torch-distributed"].to_dict())
     assert rt.name == "torch-distributed"
     assert rt.trainer.trainer_type == types.TrainerType.CUSTOM_TRAINER
@@ -740,7 +749,7 @@ def test_builtin_torch_runtime_maps_to_a_custom_trainer_runtime_with_torchrun():
     assert rt.trainer.command == runtimes.TORCH_COMMAND
 
 
-def test_runtime_devices_multiply_by_nodes_and_mpi_overrides_the_count():
+def test_runtime_devices_multiply_by_nodes_and_mpi_overrides_the_count() -> None:
     cr = {
         "kind": "ClusterTrainingRuntime",
         "metadata": {"name": "mpi", "labels": {c.RUNTIME_FRAMEWORK_LABEL: "mpi"}},
@@ -778,7 +787,7 @@ def test_runtime_devices_multiply_by_nodes_and_mpi_overrides_the_count():
     assert rt.trainer.command[0] == "mpirun"
 
 
-def test_a_runtime_without_framework_label_is_refused():
+def test_a_runtime_without_framework_label_is_refused() -> None:
     cr = builtin_runtimes()["torch-distributed"].to_dict()
     del cr["metadata"]["labels"]
     with pytest.raises(
@@ -788,7 +797,7 @@ def test_a_runtime_without_framework_label_is_refused():
 
 
 @pytest.mark.parametrize("name", sorted(builtin_runtimes()))
-def test_every_builtin_runtime_compiles_the_trainjob_the_sdk_builds_for_it(name):
+def test_every_builtin_runtime_compiles_the_trainjob_the_sdk_builds_for_it(name: str) -> None:
     from trainjob.runtime import compile
 
     cr = builtin_runtimes()[name]
@@ -823,7 +832,7 @@ def test_every_builtin_runtime_compiles_the_trainjob_the_sdk_builds_for_it(name)
     assert plan.objects
 
 
-def test_a_trainjob_template_unpacks_into_train_arguments():
+def test_a_trainjob_template_unpacks_into_train_arguments() -> None:
     template = types.TrainJobTemplate(
         trainer=types.CustomTrainer(func=s.train_no_args), runtime="torch"
     )
@@ -853,13 +862,15 @@ def test_a_trainjob_template_unpacks_into_train_arguments():
         ),
     ],
 )
-def test_every_initializer_type_takes_every_scheme_the_initializers_fetch(kind, init):
+def test_every_initializer_type_takes_every_scheme_the_initializers_fetch(
+    kind: str, init: Any
+) -> None:
     spec = builder.initializer_spec(types.Initializer(**{kind: init}))
     assert spec is not None
     assert spec[kind]["storageUri"] == init.storage_uri
 
 
-def test_a_local_dataset_copy_is_read_where_the_initializer_wrote_it():
+def test_a_local_dataset_copy_is_read_where_the_initializer_wrote_it() -> None:
     """file:// (or s3://) data: no dataset.data_dir override, so the trainer reads
     /workspace/dataset, as for S3; hf:// keeps upstream's data_dir from the repo path."""
     config = types.TorchTuneConfig(epochs=1)

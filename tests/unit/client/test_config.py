@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,13 +12,13 @@ from trainjob.client import config
 
 
 @pytest.fixture
-def home(tmp_path):
+def home(tmp_path: Path) -> Path:
     h = tmp_path / "home"
     h.mkdir()
     return h
 
 
-def kubeconfig(path):
+def kubeconfig(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("apiVersion: v1\nkind: Config\n")
     return path
@@ -75,7 +77,9 @@ def kubeconfig(path):
         ),
     ],
 )
-def test_default_backend_rule(home, tmp_path, caplog, setup, want, reason):
+def test_default_backend_rule(
+    home: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, setup: Any, want: str, reason: str
+) -> None:
     sa = tmp_path / "sa"
     sa.mkdir()
     env = {"HOME": str(home), **setup(home, sa)}
@@ -87,27 +91,27 @@ def test_default_backend_rule(home, tmp_path, caplog, setup, want, reason):
     assert reason in caplog.text
 
 
-def test_an_unknown_forced_backend_is_refused(home):
+def test_an_unknown_forced_backend_is_refused(home: Path) -> None:
     with pytest.raises(ValueError, match="'docker' is not a backend"):
         config.default_backend_config({"HOME": str(home), "TRAINJOB_BACKEND": "docker"})
 
 
-def test_local_backend_config_alias_and_upstream_fields():
+def test_local_backend_config_alias_and_upstream_fields() -> None:
     cfg = config.LocalBackendConfig(cleanup_venv=False, env={"A": "1"})
     assert isinstance(cfg, config.LocalProcessBackendConfig)
     assert cfg.env == {"A": "1"}
     with pytest.raises(ValueError):
-        config.LocalProcessBackendConfig(unknown=1)
+        config.LocalProcessBackendConfig(unknown=1)  # type: ignore[call-arg]
 
 
-def test_trainer_client_refuses_an_unknown_config():
+def test_trainer_client_refuses_an_unknown_config() -> None:
     from trainjob import TrainerClient
 
     with pytest.raises(ValueError, match="Invalid backend config"):
         TrainerClient(backend_config="local")  # type: ignore[arg-type]
 
 
-def test_the_client_names_its_backend(tmp_path):
+def test_the_client_names_its_backend(tmp_path: Path) -> None:
     from trainjob import TrainerClient
 
     client = TrainerClient(config.LocalBackendConfig(home=tmp_path / "h", namespace="team"))
@@ -115,8 +119,8 @@ def test_the_client_names_its_backend(tmp_path):
 
 
 def test_an_unusable_kubeconfig_picked_by_the_default_rule_says_how_to_run_locally(
-    home, monkeypatch
-):
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from trainjob import TrainerClient
     from trainjob.errors import ConfigError
 
@@ -133,12 +137,12 @@ def test_an_unusable_kubeconfig_picked_by_the_default_rule_says_how_to_run_local
     assert "TRAINJOB_BACKEND" not in str(err.value)
 
 
-def test_trainjob_backend_container_is_the_container_backend(home):
+def test_trainjob_backend_container_is_the_container_backend(home: Path) -> None:
     cfg = config.default_backend_config({"HOME": str(home), "TRAINJOB_BACKEND": "container"})
     assert isinstance(cfg, config.ContainerBackendConfig)
 
 
-def test_container_backend_config_has_upstreams_fields_and_checks_them():
+def test_container_backend_config_has_upstreams_fields_and_checks_them() -> None:
     cfg = config.ContainerBackendConfig(
         pull_policy="Never",
         auto_remove=True,
@@ -158,13 +162,16 @@ def test_container_backend_config_has_upstreams_fields_and_checks_them():
             config.ContainerBackendConfig(**bad)
 
 
-def test_container_settings_follow_the_config(monkeypatch, caplog):
+def test_container_settings_follow_the_config(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Upstream's fields become the executor's container settings (the engine lookup, which runs
     podman or docker, is replaced here by a fixed answer; tests/e2e runs the real one)."""
     from trainjob.client.backends import container
+    from trainjob.local.containers import engine
     from trainjob.local.containers.engine import Engine
 
-    monkeypatch.setattr(container.engine, "detect", lambda runtime, host: Engine("/usr/bin/podman"))
+    monkeypatch.setattr(engine, "detect", lambda runtime, host: Engine("/usr/bin/podman"))
     cfg = config.ContainerBackendConfig(
         volumes={"/data": {"bind": "/mnt/data", "mode": "ro"}, "/out": {"bind": "/out"}},
         dataset_initializer_image="init:1",
@@ -189,7 +196,9 @@ def test_container_settings_follow_the_config(monkeypatch, caplog):
         )
 
 
-def test_no_container_engine_is_a_config_error_that_says_what_to_install(monkeypatch):
+def test_no_container_engine_is_a_config_error_that_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from trainjob.errors import ConfigError
     from trainjob.local.containers import engine
 

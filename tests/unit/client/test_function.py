@@ -8,6 +8,8 @@ a ValueError that names the problem and the fix. Shippable functions become ``so
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -86,13 +88,15 @@ from trainjob.client import function
         ),
     ],
 )
-def test_unshippable_functions_are_refused_with_the_reason(func, args, fragment):
+def test_unshippable_functions_are_refused_with_the_reason(
+    func: Any, args: dict[str, Any] | None, fragment: str
+) -> None:
     with pytest.raises(ValueError) as err:
         function.ship(func, args)
     assert fragment in str(err.value)
 
 
-def test_a_function_without_source_is_refused_naming_where_it_was_defined():
+def test_a_function_without_source_is_refused_naming_where_it_was_defined() -> None:
     namespace: dict[str, object] = {}
     exec(compile("def train():\n    return 1\n", "<stdin>", "exec"), namespace)
     with pytest.raises(ValueError) as err:
@@ -134,7 +138,9 @@ def test_a_function_without_source_is_refused_naming_where_it_was_defined():
         ),
     ],
 )
-def test_shippable_functions_become_source_plus_call(func, args, call):
+def test_shippable_functions_become_source_plus_call(
+    func: Callable[..., Any], args: dict[str, Any] | None, call: str
+) -> None:
     shipped = function.ship(func, args)
     assert shipped.script.rstrip("\n").endswith("\n" + call)
     tree = ast.parse(shipped.script)
@@ -145,14 +151,18 @@ def test_shippable_functions_become_source_plus_call(func, args, call):
     exec(compile(shipped.script, "shipped", "exec"), namespace)  # runs on its own
 
 
-def test_shipped_script_runs_with_hostile_string_arguments_unchanged(capsys):
+def test_shipped_script_runs_with_hostile_string_arguments_unchanged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     hostile = "'; rm -rf / #\"$(id)`id`"
     shipped = function.ship(s.train_plain, {"lr": hostile})
     exec(compile(shipped.script, "shipped", "exec"), {})
     assert f"lr {hostile} epochs 1" in capsys.readouterr().out
 
 
-def test_shipped_script_settles_gloo_threads_at_exit_under_a_private_name(monkeypatch):
+def test_shipped_script_settles_gloo_threads_at_exit_under_a_private_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import atexit
 
     registered: list[object] = []

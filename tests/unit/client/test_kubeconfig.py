@@ -9,6 +9,8 @@ import os
 import ssl
 import stat
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -44,7 +46,13 @@ def self_signed() -> tuple[bytes, bytes]:
     return cert.public_bytes(serialization.Encoding.PEM), pem_key
 
 
-def write(path, users, cluster=None, context_ns="ml", current="ctx"):
+def write(
+    path: Path,
+    users: dict[str, Any],
+    cluster: dict[str, Any] | None = None,
+    context_ns: str = "ml",
+    current: str = "ctx",
+) -> Path:
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -60,7 +68,7 @@ def write(path, users, cluster=None, context_ns="ml", current="ctx"):
     return path
 
 
-def test_token_ca_data_and_namespace_from_the_current_context(tmp_path):
+def test_token_ca_data_and_namespace_from_the_current_context(tmp_path: Path) -> None:
     cert, _ = self_signed()
     path = write(
         tmp_path / "config",
@@ -79,7 +87,9 @@ def test_token_ca_data_and_namespace_from_the_current_context(tmp_path):
     assert conn.auth_headers() == {"Authorization": "Bearer secret-token"}
 
 
-def test_client_certificate_data_is_loaded_and_no_key_file_is_left_behind(tmp_path, monkeypatch):
+def test_client_certificate_data_is_loaded_and_no_key_file_is_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cert, key = self_signed()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
@@ -102,8 +112,8 @@ def test_client_certificate_data_is_loaded_and_no_key_file_is_left_behind(tmp_pa
 
 
 def test_relative_files_resolve_next_to_the_kubeconfig_and_token_files_are_reread(
-    tmp_path, monkeypatch
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(kubeconfig, "TOKEN_REFRESH_SECONDS", -1.0)  # re-read on every request
     cert, _key = self_signed()
     (tmp_path / "ca.crt").write_bytes(cert)
@@ -119,7 +129,7 @@ def test_relative_files_resolve_next_to_the_kubeconfig_and_token_files_are_rerea
     assert conn.auth_headers()["Authorization"] == "Bearer two"
 
 
-def test_insecure_and_basic_auth(tmp_path):
+def test_insecure_and_basic_auth(tmp_path: Path) -> None:
     path = write(
         tmp_path / "config",
         {"username": "admin", "password": "pw"},
@@ -133,7 +143,7 @@ def test_insecure_and_basic_auth(tmp_path):
     }
 
 
-def test_exec_plugin_token_without_a_shell(tmp_path):
+def test_exec_plugin_token_without_a_shell(tmp_path: Path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text(
         "import json, os, sys\n"
@@ -172,20 +182,22 @@ def test_exec_plugin_token_without_a_shell(tmp_path):
         ),
     ],
 )
-def test_unusable_kubeconfigs_say_why(tmp_path, users, current, fragment):
+def test_unusable_kubeconfigs_say_why(
+    tmp_path: Path, users: dict[str, Any], current: str, fragment: str
+) -> None:
     path = write(tmp_path / "config", users, current=current)
     with pytest.raises(ConfigError, match=fragment):
         kubeconfig.from_kubeconfig(str(path))
 
 
-def test_no_kubeconfig_at_all(tmp_path, monkeypatch):
+def test_no_kubeconfig_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigError, match="no kubeconfig found"):
         kube_config(KubernetesBackendConfig())
 
 
-def test_kubeconfig_list_merges_first_wins(tmp_path, monkeypatch):
+def test_kubeconfig_list_merges_first_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a = write(tmp_path / "a", {"token": "from-a"})
     b = write(tmp_path / "b", {"token": "from-b"}, current="other")
     monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
@@ -194,7 +206,7 @@ def test_kubeconfig_list_merges_first_wins(tmp_path, monkeypatch):
     assert conn.namespace == "forced"
 
 
-def test_in_cluster_config(tmp_path, monkeypatch):
+def test_in_cluster_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cert, _ = self_signed()
     (tmp_path / "token").write_text("sa-token")
     (tmp_path / "namespace").write_text("jobs\n")
@@ -207,7 +219,7 @@ def test_in_cluster_config(tmp_path, monkeypatch):
     assert conn.auth_headers() == {"Authorization": "Bearer sa-token"}
 
 
-def test_a_kubernetes_client_configuration_is_accepted_by_duck_typing():
+def test_a_kubernetes_client_configuration_is_accepted_by_duck_typing() -> None:
     class Configuration:
         host = "https://api.example:443"
         api_key = {"authorization": "abc"}

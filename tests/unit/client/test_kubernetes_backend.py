@@ -7,6 +7,7 @@ request, so each test states the exact payload a cluster would receive.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -85,7 +86,7 @@ def status_403(what: str) -> httpx.Response:
     )
 
 
-def test_a_forbidden_namespaced_runtime_is_an_error_as_upstream_not_a_fallback():
+def test_a_forbidden_namespaced_runtime_is_an_error_as_upstream_not_a_fallback() -> None:
     server = FakeApiserver()
     forbidden = f"{API}/namespaces/team/trainingruntimes"
 
@@ -156,7 +157,7 @@ def trainjob_cr(
     }
 
 
-def test_train_posts_the_trainjob_to_the_namespace_with_the_bearer_token():
+def test_train_posts_the_trainjob_to_the_namespace_with_the_bearer_token() -> None:
     server = FakeApiserver()
     name = backend(server).train(
         runtime="torch-distributed",
@@ -185,7 +186,7 @@ def test_train_posts_the_trainjob_to_the_namespace_with_the_bearer_token():
     assert command[2].endswith('torchrun "$SCRIPT_DIR"/shippable.py')
 
 
-def test_train_with_an_unshippable_function_sends_nothing():
+def test_train_with_an_unshippable_function_sends_nothing() -> None:
     server = FakeApiserver()
     with pytest.raises(ValueError, match="lambdas cannot be shipped"):
         backend(server).train(
@@ -194,7 +195,9 @@ def test_train_with_an_unshippable_function_sends_nothing():
     assert not any(r.method == "POST" for r in server.requests)
 
 
-def test_list_runtimes_reads_namespaced_then_cluster_runtimes_and_skips_unlabelled_ones(caplog):
+def test_list_runtimes_reads_namespaced_then_cluster_runtimes_and_skips_unlabelled_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     server = FakeApiserver()
     unlabelled = json.loads(json.dumps(TORCH))
     unlabelled["metadata"] = {"name": "no-label"}
@@ -211,7 +214,7 @@ def test_list_runtimes_reads_namespaced_then_cluster_runtimes_and_skips_unlabell
     assert "Runtime no-label must have trainer.kubeflow.org/framework label." in caplog.text
 
 
-def test_get_job_maps_pods_to_steps_and_all_running_nodes_to_running():
+def test_get_job_maps_pods_to_steps_and_all_running_nodes_to_running() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/job1"] = trainjob_cr("job1")
     server.pods = [
@@ -253,14 +256,14 @@ def test_get_job_maps_pods_to_steps_and_all_running_nodes_to_running():
         pytest.param([], ["Running", "Pending"], "Created", id="a pending node"),
     ],
 )
-def test_get_job_status(conditions, phases, want):
+def test_get_job_status(conditions: Any, phases: Any, want: str) -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", conditions=conditions)
     server.pods = [[pod("j", "node", i, p) for i, p in enumerate(phases)]]
     assert backend(server).get_job("j").status == want
 
 
-def test_list_jobs_reads_all_pods_once_and_each_runtime_once():
+def test_list_jobs_reads_all_pods_once_and_each_runtime_once() -> None:
     server = FakeApiserver()
     server.lists[f"{API}/namespaces/team/trainjobs"] = [trainjob_cr(f"j{i}", 1) for i in range(5)]
     server.pods = [[pod(f"j{i}", "node", 0, "Running") for i in range(5)]]
@@ -272,7 +275,7 @@ def test_list_jobs_reads_all_pods_once_and_each_runtime_once():
     assert backend(server).list_jobs(runtime=other) == []
 
 
-def test_get_job_logs_reads_the_node_container_of_the_step_pod():
+def test_get_job_logs_reads_the_node_container_of_the_step_pod() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j")
     server.pods = [[pod("j", "node", 0, "Running"), pod("j", "node", 1, "Running")]]
@@ -283,7 +286,7 @@ def test_get_job_logs_reads_the_node_container_of_the_step_pod():
     assert dict(req.url.params) == {"container": "node"}
 
 
-def test_follow_waits_for_a_pending_step_then_streams_the_log():
+def test_follow_waits_for_a_pending_step_then_streams_the_log() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1)
     server.pods = [
@@ -298,14 +301,14 @@ def test_follow_waits_for_a_pending_step_then_streams_the_log():
     assert [dict(r.url.params) for r in log] == [{"container": "node", "follow": "true"}]
 
 
-def test_logs_of_a_pending_step_without_follow_are_empty():
+def test_logs_of_a_pending_step_without_follow_are_empty() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1)
     server.pods = [[pod("j", "node", 0, "Pending")]]
     assert list(backend(server).get_job_logs("j")) == []
 
 
-def test_events_are_those_of_the_trainjob_and_its_pods_oldest_first():
+def test_events_are_those_of_the_trainjob_and_its_pods_oldest_first() -> None:
     server = FakeApiserver()
     server.pods = [[pod("j", "node", 0, "Running")]]
     server.events = [
@@ -335,7 +338,7 @@ def test_events_are_those_of_the_trainjob_and_its_pods_oldest_first():
     ]
 
 
-def test_delete_job_sends_delete_and_a_missing_job_is_a_runtime_error():
+def test_delete_job_sends_delete_and_a_missing_job_is_a_runtime_error() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j")
     be = backend(server)
@@ -345,7 +348,7 @@ def test_delete_job_sends_delete_and_a_missing_job_is_a_runtime_error():
         be.delete_job("j")
 
 
-def test_an_apiserver_timeout_is_a_timeout_error():
+def test_an_apiserver_timeout_is_a_timeout_error() -> None:
     def slow(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("slow", request=request)
 
@@ -355,7 +358,7 @@ def test_an_apiserver_timeout_is_a_timeout_error():
         be.get_job("j")
 
 
-def test_too_many_requests_is_retried_as_client_go_does():
+def test_too_many_requests_is_retried_as_client_go_does() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1)
     busy = {"left": 2}
@@ -374,7 +377,7 @@ def test_too_many_requests_is_retried_as_client_go_does():
     assert busy["left"] == 0
 
 
-def test_a_job_whose_runtime_was_deleted_is_still_reported():
+def test_a_job_whose_runtime_was_deleted_is_still_reported() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1, runtime="gone")
     job = backend(server).get_job("j")
@@ -382,7 +385,7 @@ def test_a_job_whose_runtime_was_deleted_is_still_reported():
 
 
 @pytest.mark.parametrize("follow", [False, True])
-def test_logs_of_a_node_beyond_the_jobs_nodes_are_refused_instead_of_awaited(follow):
+def test_logs_of_a_node_beyond_the_jobs_nodes_are_refused_instead_of_awaited(follow: bool) -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 2)
     server.pods = [[pod("j", "node", 0, "Running"), pod("j", "node", 1, "Pending")]]
@@ -398,13 +401,13 @@ class ChunkedLog(httpx.SyncByteStream):
         self.chunks = chunks
         self.sent: list[bytes] = []
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         for chunk in self.chunks:
             self.sent.append(chunk)
             yield chunk
 
 
-def test_follow_yields_each_line_before_the_next_chunk_is_sent():
+def test_follow_yields_each_line_before_the_next_chunk_is_sent() -> None:
     server = FakeApiserver()
     server.objects[f"{API}/namespaces/team/trainjobs/j"] = trainjob_cr("j", 1)
     server.pods = [[pod("j", "node", 0, "Running")]]

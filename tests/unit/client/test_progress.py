@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -18,14 +19,14 @@ def job(status: str, *phases: str) -> types.TrainJob:
     return types.TrainJob("j", rt, steps, len(phases), CREATED, status)
 
 
-def test_summary_line_has_status_elapsed_and_steps():
+def test_summary_line_has_status_elapsed_and_steps() -> None:
     line = progress.summary(
         job("Running", "Running", "Pending"), now=CREATED + timedelta(seconds=65)
     )
     assert line == "TrainJob j: Running, 1m05s, node-0 Running, node-1 Pending"
 
 
-def test_lines_mode_writes_one_line_per_change():
+def test_lines_mode_writes_one_line_per_change() -> None:
     out = io.StringIO()
     display = progress.ProgressDisplay(stream=out)
     assert display.mode == "lines"
@@ -44,7 +45,7 @@ def test_lines_mode_writes_one_line_per_change():
     ]
 
 
-def test_terminal_mode_draws_a_table_of_steps():
+def test_terminal_mode_draws_a_table_of_steps() -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
@@ -68,9 +69,9 @@ def test_terminal_mode_draws_a_table_of_steps():
         ),
     ],
 )
-def test_device_column(dev, count, shown):
+def test_device_column(dev: Any, count: Any, shown: str) -> None:
     assert progress.device(types.Step("node-0", "Running", "p", dev, count)) == shown
 
 
-def test_notebook_mode_is_not_picked_outside_a_kernel():
+def test_notebook_mode_is_not_picked_outside_a_kernel() -> None:
     assert progress.in_notebook() is False

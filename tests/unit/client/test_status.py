@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -62,7 +64,7 @@ def steps(*phases: str) -> list[types.Step]:
         ),
     ],
 )
-def test_job_status(conditions, phases, num_nodes, want):
+def test_job_status(conditions: Any, phases: Any, num_nodes: int, want: str) -> None:
     assert status.job_status(conditions, steps(*phases), num_nodes) == want
 
 
@@ -77,7 +79,7 @@ class FakeClock:
         self.t += s
 
 
-def job_sequence(*statuses: str):
+def job_sequence(*statuses: str) -> tuple[Callable[[str], types.TrainJob], list[str]]:
     seen: list[str] = []
 
     def get_job(name: str) -> types.TrainJob:
@@ -91,7 +93,7 @@ def job_sequence(*statuses: str):
     return get_job, seen
 
 
-def test_wait_returns_when_the_status_is_reached_and_calls_callbacks_each_poll():
+def test_wait_returns_when_the_status_is_reached_and_calls_callbacks_each_poll() -> None:
     get_job, _seen = job_sequence("Created", "Running", "Complete")
     clock = FakeClock()
     calls: list[str] = []
@@ -110,7 +112,7 @@ def test_wait_returns_when_the_status_is_reached_and_calls_callbacks_each_poll()
     assert clock.t == 4
 
 
-def test_wait_raises_at_once_when_the_job_failed():
+def test_wait_raises_at_once_when_the_job_failed() -> None:
     get_job, seen = job_sequence("Running", "Failed", "Complete")
     clock = FakeClock()
     with pytest.raises(RuntimeError, match="TrainJob j is Failed"):
@@ -138,7 +140,7 @@ FAILED_EVENTS = [
 ]
 
 
-def test_the_failed_error_says_why_from_the_events():
+def test_the_failed_error_says_why_from_the_events() -> None:
     get_job, _ = job_sequence("Failed")
     with pytest.raises(RuntimeError) as info:
         status.wait_for_job_status(
@@ -156,7 +158,7 @@ def test_the_failed_error_says_why_from_the_events():
     )
 
 
-def test_unreadable_events_still_raise_the_failed_error():
+def test_unreadable_events_still_raise_the_failed_error() -> None:
     get_job, _ = job_sequence("Failed")
 
     def broken(name: str) -> str:
@@ -166,18 +168,18 @@ def test_unreadable_events_still_raise_the_failed_error():
         status.wait_for_job_status(get_job, "j", {"Complete"}, 10, 1, reason=broken)
 
 
-def test_failure_without_events_is_empty():
+def test_failure_without_events_is_empty() -> None:
     assert status.failure_from_events([]) == ""
 
 
-def test_wait_returns_a_failed_job_when_failed_is_wanted():
+def test_wait_returns_a_failed_job_when_failed_is_wanted() -> None:
     get_job, _ = job_sequence("Failed")
     assert (
         status.wait_for_job_status(get_job, "j", {"Complete", "Failed"}, 10, 1).status == "Failed"
     )
 
 
-def test_wait_times_out():
+def test_wait_times_out() -> None:
     get_job, seen = job_sequence("Running")
     clock = FakeClock()
     with pytest.raises(TimeoutError, match="Timeout waiting for TrainJob j"):
@@ -211,7 +213,9 @@ def test_wait_times_out():
         pytest.param(set(), 10, 1, "non-empty", id="an empty set"),
     ],
 )
-def test_wait_arguments_are_checked(wanted, timeout, interval, fragment):
+def test_wait_arguments_are_checked(
+    wanted: Any, timeout: Any, interval: Any, fragment: str
+) -> None:
     get_job, seen = job_sequence("Running")
     with pytest.raises(ValueError, match=fragment):
         status.wait_for_job_status(get_job, "j", wanted, timeout, interval)

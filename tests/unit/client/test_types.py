@@ -157,14 +157,14 @@ TRAINJOB_FIELDS: dict[str, list[tuple[str, object]]] = {
 
 
 @pytest.mark.parametrize("name", sorted(UPSTREAM_FIELDS))
-def test_fields_order_and_defaults_are_upstreams(name):
+def test_fields_order_and_defaults_are_upstreams(name: str) -> None:
     """Upstream's fields first, in its order, with its defaults; trainjob's only after them."""
     cls = getattr(trainjob, name, None) or getattr(types, name)
     assert _fields(cls) == UPSTREAM_FIELDS[name] + TRAINJOB_FIELDS.get(name, [])
 
 
-def test_positional_arguments_mean_what_they_mean_upstream():
-    def fn():
+def test_positional_arguments_mean_what_they_mean_upstream() -> None:
+    def fn() -> None:
         pass
 
     trainer = types.CustomTrainer(fn, {"a": 1}, "my/image:1", ["numpy"])
@@ -177,7 +177,7 @@ def test_positional_arguments_mean_what_they_mean_upstream():
     assert (rt.kind, rt.pretrained_model) == (types.RuntimeKind.TRAINING_RUNTIME, None)
 
 
-UPSTREAM_METHODS = {
+UPSTREAM_METHODS: dict[str, list[tuple[str, object]]] = {
     "list_runtimes": [],
     "get_runtime": [("name", REQ)],
     "get_runtime_packages": [("runtime", REQ)],
@@ -198,7 +198,7 @@ UPSTREAM_METHODS = {
 
 
 @pytest.mark.parametrize("method", sorted(UPSTREAM_METHODS))
-def test_trainer_client_methods_take_upstreams_parameters_first(method):
+def test_trainer_client_methods_take_upstreams_parameters_first(method: str) -> None:
     params = list(inspect.signature(getattr(trainjob.TrainerClient, method)).parameters.values())
     got = [(p.name, REQ if p.default is inspect.Parameter.empty else p.default) for p in params]
     want = UPSTREAM_METHODS[method]
@@ -234,11 +234,11 @@ def test_trainer_client_methods_take_upstreams_parameters_first(method):
         ("Loss", {"CEWithChunkedOutputLoss": "torchtune.modules.loss.CEWithChunkedOutputLoss"}),
     ],
 )
-def test_enums_are_upstreams(enum, members):
+def test_enums_are_upstreams(enum: str, members: dict[str, str]) -> None:
     assert {m.name: m.value for m in getattr(trainjob, enum)} == members
 
 
-def test_paths_are_upstreams():
+def test_paths_are_upstreams() -> None:
     assert (trainjob.DATASET_PATH, trainjob.MODEL_PATH) == (
         "/workspace/dataset",
         "/workspace/model",

@@ -16,7 +16,9 @@ from trainjob.cluster.executor import KubernetesExecutor
 from trainjob.kube import resources as r
 
 
-def pod(name: str, phase: str, attempt: int = 0, created: str = "2026-11-30T01:00:00Z") -> dict:
+def pod(
+    name: str, phase: str, attempt: int = 0, created: str = "2026-11-30T01:00:00Z"
+) -> dict[str, Any]:
     return {
         "metadata": {
             "name": name,
@@ -37,34 +39,39 @@ class StandIn:
     """The few API calls KubernetesExecutor makes, over in-memory pods; ``after[name]`` runs when that
     pod's log stream ends."""
 
-    def __init__(self, pods: list[dict], logs: dict[str, list[str]]) -> None:
+    def __init__(self, pods: list[dict[str, Any]], logs: dict[str, list[str]]) -> None:
         self.pods = {p["metadata"]["name"]: p for p in pods}
         self.lines = logs
         self.after: dict[str, Callable[[], None]] = {}
         self.finished = False
+        self.asked: list[dict[str, Any]] = []  # each log request's tail_lines and timestamps
 
-    def get(self, res: Any, name: str, ns: str | None = None) -> dict:
+    def get(self, res: Any, name: str, ns: str | None = None) -> dict[str, Any]:
         assert res is r.TRAINJOBS
         done = [{"type": "Complete", "status": "True"}] if self.finished else []
         return {"metadata": {"name": name, "namespace": ns}, "status": {"conditions": done}}
 
-    def get_or_none(self, res: Any, name: str, ns: str | None = None) -> dict | None:
+    def get_or_none(self, res: Any, name: str, ns: str | None = None) -> dict[str, Any] | None:
         return self.pods.get(name) if res is r.PODS else None
 
-    def list(self, res: Any, ns: str | None = None, **_: Any) -> dict:
+    def list(self, res: Any, ns: str | None = None, **_: Any) -> dict[str, Any]:
         assert res is r.PODS
         return {"items": list(self.pods.values())}
 
     def logs(self, name: str, ns: str | None = None, **kw: Any) -> Iterator[str]:
+        asked: dict[str, Any] = {k: kw.pop(k) for k in ("tail_lines", "timestamps") if k in kw}
         assert kw == {"container": "node", "follow": True}
-        yield from self.lines.get(name, [])
+        self.asked.append(asked)
+        lines = self.lines.get(name, [])
+        tail = asked.get("tail_lines")
+        yield from lines if tail is None else lines[len(lines) - tail :]
         self.after.pop(name, lambda: None)()
 
 
-def follow(api: StandIn) -> list[str]:
+def follow(api: StandIn, **kw: Any) -> list[str]:
     ex = KubernetesExecutor(kube=api)
     ex.poll_interval = 0.0
-    return list(ex.logs("tj", "ns", "node", 0, follow=True))
+    return list(ex.logs("tj", "ns", "node", 0, follow=True, **kw))
 
 
 def test_a_jobset_restart_hands_over_to_the_new_pod() -> None:
@@ -89,7 +96,7 @@ def test_a_failed_pod_is_followed_by_the_job_s_retry_once_it_runs() -> None:
 
     real_list = api.list
 
-    def listing(res: Any, ns: str | None = None, **kw: Any) -> dict:
+    def listing(res: Any, ns: str | None = None, **kw: Any) -> dict[str, Any]:
         nonlocal polls
         polls += 1
         if polls == 2:  # the retry starts running while we wait
@@ -108,7 +115,7 @@ def test_a_pod_that_succeeded_ends_the_follow_without_looking_further() -> None:
     listed = 0
     real_list = api.list
 
-    def listing(res: Any, ns: str | None = None, **kw: Any) -> dict:
+    def listing(res: Any, ns: str | None = None, **kw: Any) -> dict[str, Any]:
         nonlocal listed
         listed += 1
         return real_list(res, ns, **kw)
@@ -132,3 +139,21 @@ def test_a_failed_pod_with_no_retry_ends_when_the_job_finishes() -> None:
 
     api.after["a"] = failed
     assert follow(api) == ["boom"]
+
+
+def test_tail_cuts_the_first_pod_s_log_only_and_timestamps_ask_every_pod() -> None:
+    """``logs -f --tail 1 --timestamps`` across a restart: the last line of the pod followed
+    first, then the whole log of the pod that takes over (kubectl would have shown it whole)."""
+    api = StandIn([pod("a", "Running")], {"a": ["a1", "a2"], "b": ["b1", "b2"]})
+
+    def restart() -> None:
+        del api.pods["a"]
+        api.pods["b"] = pod("b", "Running", attempt=1, created="2026-11-30T01:05:00Z")
+        api.after["b"] = lambda: api.pods["b"]["status"].update(phase="Succeeded")
+
+    api.after["a"] = restart
+    assert follow(api, tail=1, timestamps=True) == ["a2", "b1", "b2"]
+    assert api.asked == [
+        {"tail_lines": 1, "timestamps": True},
+        {"tail_lines": None, "timestamps": True},
+    ]

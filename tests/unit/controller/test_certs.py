@@ -8,8 +8,8 @@ import ssl
 import httpx
 import pytest
 
+from trainjob import certs
 from trainjob.controller import http
-from trainjob.controller.webhooks import certs
 
 
 def test_a_client_trusting_the_ca_talks_to_the_server_over_tls() -> None:

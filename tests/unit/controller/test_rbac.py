@@ -68,6 +68,7 @@ def test_the_secret_informer_asks_for_metadata_only() -> None:
     client = Client(Config(server="https://127.0.0.1:1"))
     try:
         manager = Manager(client, Options(leader_elect=False, metrics_port=None, health_port=None))
+        assert manager.secrets is not None
         assert manager.secrets.resource is r.SECRETS
         assert manager.secrets.metadata_only is True
         assert manager.caches.secrets is manager.secrets

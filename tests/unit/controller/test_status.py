@@ -150,8 +150,9 @@ def test_jobs_status_is_copied_from_replicated_jobs_status_with_zeros() -> None:
 
 # -- active deadline --------------------------------------------------------------------------
 
-NOW = times.parse(T1)
-assert NOW is not None
+_now = times.parse(T1)
+assert _now is not None
+NOW: float = _now
 
 
 def tj(seconds: int | None, suspend: bool = False, created: str = T0) -> Obj:

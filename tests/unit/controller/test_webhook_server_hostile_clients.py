@@ -194,16 +194,16 @@ def test_stalled_clients_never_delay_a_normal_review(server: Target) -> None:
         assert max(took) < WEBHOOK_TIMEOUT, took
         # Past the read deadline the server has closed every stalled connection.
         time.sleep(DEADLINE + 1.5)
-        for s in stalled:
-            s.settimeout(5)
+        for conn in stalled:
+            conn.settimeout(5)
             try:
-                rest = s.recv(65536)
+                rest = conn.recv(65536)
             except (OSError, ssl.SSLError):
                 continue  # reset, or TLS torn down: closed
             assert rest == b"" or rest.startswith(b"HTTP/1.1 4"), rest[:100]
     finally:
-        for s in stalled:
-            s.close()
+        for conn in stalled:
+            conn.close()
 
 
 def test_many_large_bodies_at_once_keep_the_server_s_memory_bounded(server: Target) -> None:

@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from trainjob import certs
 from trainjob.controller import http
-from trainjob.controller.webhooks import certs
 from trainjob.controller.webhooks.serving import Options, WebhookServer
 
 

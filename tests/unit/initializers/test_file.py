@@ -80,6 +80,22 @@ def test_a_second_run_copies_nothing(run: Run, tmp_path: Path) -> None:
     assert "0 files (0.0 MiB) to download, 4 already present" in proc.stdout
 
 
+def test_a_present_file_of_the_right_size_but_other_bytes_is_copied_again(
+    run: Run, tmp_path: Path
+) -> None:
+    src = tmp_path / "src"
+    files = make_tree(src)
+    out = tmp_path / "out"
+    env = {"STORAGE_URI": str(src), "OUTPUT_PATH": str(out)}
+    assert run("dataset", env).returncode == 0
+    (out / "train.jsonl").write_bytes(b"?" * 2000)
+    proc = run("dataset", env)
+    assert proc.returncode == 0
+    assert "train.jsonl: present with other content: downloading it again" in proc.stdout
+    assert "1 files (0.0 MiB) to download, 3 already present" in proc.stdout
+    assert tree(out) == files
+
+
 def test_an_output_dir_inside_the_source_is_not_copied_into_itself(
     run: Run, tmp_path: Path
 ) -> None:

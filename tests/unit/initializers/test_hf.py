@@ -10,117 +10,23 @@ directly, with an injected download function.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
+import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
+from tests.unit.initializers import fakehub
 from tests.unit.initializers.conftest import Run
+from tests.unit.initializers.fakehub import REPOS, TOKEN, FakeHub
 from trainjob.initializers import config
 from trainjob.initializers.sources import hf
-
-SHA = "0123456789abcdef0123456789abcdef01234567"
-TOKEN = "hf_secret_token_do_not_print"
-REPOS: dict[str, dict[str, bytes]] = {
-    "datasets/org/ds": {
-        "README.md": b"# a dataset\n",
-        "data/train.jsonl": b'{"q": 1}\n' * 100,
-        "data/test.jsonl": b'{"q": 2}\n',
-        "other/x.csv": b"a,b\n",
-    },
-    "models/org/llm": {
-        "config.json": b"{}",
-        "model.safetensors": b"s" * 4096,
-        "pytorch_model.bin": b"b" * 4096,
-        "tokenizer.model": b"t",
-        "modeling.py": b"# remote code",
-    },
-}
-
-
-@dataclass
-class FakeHub:
-    """The Hub stand-in: its URL and the Authorization headers it saw."""
-
-    url: str
-    auth: list[str | None] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[FakeHub]:
-    fake = FakeHub("")
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            fake.auth.append(self.headers.get("authorization"))
-
-        def reply(self, code: int, body: bytes, headers: dict[str, str]) -> None:
-            self.send_response(code)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        def do_HEAD(self) -> None:
-            self.do_GET()
-
-        def do_GET(self) -> None:
-            path = urlparse(self.path).path
-            for repo, files in REPOS.items():
-                kind, repo_id = repo.split("/", 1)
-                api = f"/api/{kind}/{repo_id}"
-                resolve = (
-                    f"/{repo_id}/resolve/{SHA}/" if kind == "models" else f"/{repo}/resolve/{SHA}/"
-                )
-                if path == api or path.startswith(f"{api}/revision/"):
-                    info = {
-                        "id": repo_id,
-                        "sha": SHA,
-                        "siblings": [{"rfilename": f} for f in files],
-                    }
-                    return self.reply(
-                        200, json.dumps(info).encode(), {"Content-Type": "application/json"}
-                    )
-                if path.startswith(f"{api}/tree/"):
-                    tree = [
-                        {
-                            "type": "file",
-                            "path": f,
-                            "size": len(b),
-                            "oid": hashlib.sha1(b).hexdigest(),
-                        }
-                        for f, b in files.items()
-                    ]
-                    return self.reply(
-                        200, json.dumps(tree).encode(), {"Content-Type": "application/json"}
-                    )
-                if path.startswith(resolve) and path[len(resolve) :] in files:
-                    body = files[path[len(resolve) :]]
-                    etag = f'"{hashlib.sha1(body).hexdigest()}"'
-                    return self.reply(200, body, {"X-Repo-Commit": SHA, "ETag": etag})
-            self.reply(
-                404,
-                b'{"error": "Repository not found"}',
-                {"X-Error-Code": "RepoNotFound", "Content-Type": "application/json"},
-            )
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_port}"
-    try:
+    with fakehub.serve() as fake:
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def hf_env(hub: FakeHub, uri: str, out: Path, **extra: str) -> dict[str, str]:
@@ -279,3 +185,25 @@ def test_patterns_that_leave_out_every_file_are_an_error(
         "error: nothing downloaded from hf://org/llm: only *.json, *.safetensors, *.model, *.txt "
         "are fetched and IGNORE_PATTERNS='*'; narrow IGNORE_PATTERNS"
     ]
+
+
+def test_a_present_file_with_other_bytes_is_fetched_again_after_the_hub_s_hash(
+    hub: FakeHub, run: Run, tmp_path: Path
+) -> None:
+    """huggingface_hub keeps a local file whose download metadata is current; its bytes must
+    also be the Hub's (the git blob id here; SHA-256 for LFS files) or it is fetched again."""
+    pytest.importorskip("huggingface_hub")
+    out = tmp_path / "out"
+    first = run("dataset", hf_env(hub, "hf://org/ds", out))
+    assert first.returncode == 0, first.stderr
+    train = out / "data/train.jsonl"
+    stamp = train.stat()
+    want = REPOS["datasets/org/ds"]["data/train.jsonl"]
+    train.write_bytes(b"X" * len(want))  # same size, other bytes, the same time
+    os.utime(train, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    again = run("dataset", hf_env(hub, "hf://org/ds", out))
+    assert again.returncode == 0, again.stderr
+    assert train.read_bytes() == want
+    assert "data/train.jsonl: present with other content than the Hub's: downloading it again" in (
+        again.stdout + again.stderr
+    )

@@ -19,11 +19,15 @@ from trainjob.initializers.config import Kind
         (["both"], {}, None),
     ],
 )
-def test_the_step_is_the_argument_the_env_or_the_pods_hostname(argv, env, want):
+def test_the_step_is_the_argument_the_env_or_the_pods_hostname(
+    argv: list[str], env: dict[str, str], want: Kind | None
+) -> None:
     assert main.which(argv, env) is want
 
 
-def test_nothing_saying_which_is_a_one_line_error(monkeypatch, capsys):
+def test_nothing_saying_which_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("HOSTNAME", "somewhere")
     monkeypatch.delenv("TRAINJOB_INITIALIZER", raising=False)
     assert main.main([]) == 2

@@ -112,7 +112,9 @@ def test_cluster_scoped_paths_have_no_namespace() -> None:
         pytest.param(503, "ServiceUnavailable", errors.ServerError, id="5xx is a ServerError"),
     ],
 )
-def test_error_answers_become_their_classes(code: int, reason: str, cls: type) -> None:
+def test_error_answers_become_their_classes(
+    code: int, reason: str, cls: type[errors.ApiError]
+) -> None:
     k = client(lambda _r: httpx.Response(code, json=status(code, reason, f"msg {code}")))
     with pytest.raises(cls, match=f"msg {code}") as info:
         k.get(resources.JOBSETS, "x", "ns")
@@ -288,3 +290,27 @@ def test_the_log_of_a_missing_pod_is_not_found() -> None:
     k = client(lambda _r: httpx.Response(404, json=status(404, "NotFound", 'pods "p" not found')))
     with pytest.raises(errors.NotFound, match='pods "p" not found'):
         list(k.logs("p", "ns"))
+
+
+def test_logs_pass_kubectls_tail_previous_and_timestamps() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, text="2026-01-01T00:00:00.000000001Z a\n")
+
+    lines = list(
+        client(handler).logs(
+            "p", "ns", container="node", tail_lines=5, previous=True, timestamps=True
+        )
+    )
+    assert lines == ["2026-01-01T00:00:00.000000001Z a"]
+    assert seen[0].url.path == "/api/v1/namespaces/ns/pods/p/log"
+    assert dict(seen[0].url.params) == {
+        "container": "node",
+        "tailLines": "5",
+        "previous": "true",
+        "timestamps": "true",
+    }
+    list(client(handler).logs("p", "ns", tail_lines=0))
+    assert dict(seen[1].url.params) == {"tailLines": "0"}

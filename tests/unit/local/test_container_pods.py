@@ -57,14 +57,14 @@ def _opts(argv: tuple[str, ...], flag: str) -> list[str]:
         ("registry:5000/team/img", "registry:5000/team/img"),
     ],
 )  # fmt: skip
-def test_an_image_without_a_registry_is_docker_hubs_as_on_kubernetes(image: str, want: str):
+def test_an_image_without_a_registry_is_docker_hubs_as_on_kubernetes(image: str, want: str) -> None:
     assert cpod.qualify(image, "podman") == want
     assert cpod.qualify(image, "docker") == image, "docker qualifies names itself"
 
 
 def test_a_node_runs_its_image_with_its_hostname_address_every_pods_dns_name_and_its_port(
     tmp_path: Path,
-):
+) -> None:
     plan = _plan({"numNodes": 2, "command": ["torchrun", "/workspace/train.py"]})
     ctx = _ctx(tmp_path, plan)
     t1 = pods.pod_templates(plan, "uid-1")[1]
@@ -96,7 +96,7 @@ def test_a_node_runs_its_image_with_its_hostname_address_every_pods_dns_name_and
     assert env["PET_NODE_RANK"] == "1"
 
 
-def test_env_values_never_go_on_the_command_line(tmp_path: Path):
+def test_env_values_never_go_on_the_command_line(tmp_path: Path) -> None:
     """A Secret's value passed as env must not show in the process table: only names do."""
     plan = _plan(
         {
@@ -118,7 +118,7 @@ def test_env_values_never_go_on_the_command_line(tmp_path: Path):
     assert ctr.env_file_text == "PATH=/opt/venv/bin:/usr/bin\n"
 
 
-def test_command_replaces_the_entrypoint_and_args_the_arguments(tmp_path: Path):
+def test_command_replaces_the_entrypoint_and_args_the_arguments(tmp_path: Path) -> None:
     plan = _plan({"numNodes": 1, "args": ["--epochs", "$(EPOCHS)"],
                   "env": [{"name": "EPOCHS", "value": "3"}]})  # fmt: skip
     ctx = _ctx(tmp_path, plan)
@@ -127,7 +127,7 @@ def test_command_replaces_the_entrypoint_and_args_the_arguments(tmp_path: Path):
     assert ctr.argv[-2:] == ("--epochs", "3"), "args follow the image, $(VAR) expanded"
 
 
-def test_limits_become_container_limits_and_requests_do_not(tmp_path: Path):
+def test_limits_become_container_limits_and_requests_do_not(tmp_path: Path) -> None:
     plan = _plan(
         {
             "numNodes": 1,
@@ -146,7 +146,9 @@ def test_limits_become_container_limits_and_requests_do_not(tmp_path: Path):
     assert "--cpus" not in ctr.argv and "--memory" not in ctr.argv
 
 
-def test_volumes_are_mounted_at_their_mount_paths_and_the_step_image_is_replaced(tmp_path: Path):
+def test_volumes_are_mounted_at_their_mount_paths_and_the_step_image_is_replaced(
+    tmp_path: Path,
+) -> None:
     """The torchtune runtime: the initializers and the node share /workspace (the job's dir);
     ContainerBackendConfig.dataset_initializer_image replaces the dataset step's image only."""
     plan = _plan({"numNodes": 1}, runtime="torchtune-llama3.2-1b")
@@ -175,7 +177,7 @@ def test_volumes_are_mounted_at_their_mount_paths_and_the_step_image_is_replaced
     assert node.image == "localhost/trainjob/llm-trainer:dev"
 
 
-def test_the_pod_ip_field_is_the_pods_address(tmp_path: Path):
+def test_the_pod_ip_field_is_the_pods_address(tmp_path: Path) -> None:
     plan = _plan({"numNodes": 1, "command": ["python"]})
     spec = plan.jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     spec["containers"][0]["env"].append(
@@ -189,11 +191,11 @@ def test_the_pod_ip_field_is_the_pods_address(tmp_path: Path):
 @pytest.mark.parametrize(
     ("value", "cpus"), [("500m", "0.5"), ("2", "2"), (1, "1"), ("100m", "0.1")]
 )
-def test_cpu_quantities(value: object, cpus: str):
+def test_cpu_quantities(value: object, cpus: str) -> None:
     assert cpod.cpus(value) == cpus
 
 
-def test_settings_travel_through_the_store_as_json():
+def test_settings_travel_through_the_store_as_json() -> None:
     s = ContainerSettings(
         engine="/usr/bin/podman",
         pull_policy="Never",

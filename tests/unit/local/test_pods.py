@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def _torch_plan(nodes: int = 2) -> Plan:
     return compile(tj, catalog.resolve(tj))  # type: ignore[arg-type]
 
 
-def test_pods_are_named_and_labelled_as_the_jobset_and_job_controllers_do():
+def test_pods_are_named_and_labelled_as_the_jobset_and_job_controllers_do() -> None:
     plan = _torch_plan()
     t0, t1 = pods.pod_templates(plan, "uid-1", restarts=2)
     assert (t0.job, t0.index, t0.hostname) == ("node", 0, "tj-node-0-0")
@@ -52,7 +53,7 @@ def test_pods_are_named_and_labelled_as_the_jobset_and_job_controllers_do():
     assert pods.pod_templates(plan, "uid-1", 3)[1].name != t1.name, "a restart makes new pods"
 
 
-def test_torch_env_resolves_the_node_rank_and_maps_the_master_to_this_host(tmp_path):
+def test_torch_env_resolves_the_node_rank_and_maps_the_master_to_this_host(tmp_path: Path) -> None:
     plan = _torch_plan()
     templates = pods.pod_templates(plan, "uid")
     ports = iter([41001, 41002])
@@ -95,7 +96,7 @@ def test_torch_env_resolves_the_node_rank_and_maps_the_master_to_this_host(tmp_p
         pytest.param("tj-node-0-0.tj:9999", "", "127.0.0.1:9999", id="an undeclared port is kept"),
     ],
 )
-def test_endpoint_rewriting(text: str, own: str, want: str):
+def test_endpoint_rewriting(text: str, own: str, want: str) -> None:
     net = pods.Network(
         "tj",
         ("tj-node-0-0", "tj-node-0-1"),
@@ -117,13 +118,15 @@ def test_endpoint_rewriting(text: str, own: str, want: str):
         pytest.param("/etc/mpi/hostfile", "/h/hosts/hostfile", id="another mount"),
     ],
 )
-def test_mount_paths_are_rewritten_to_the_volume_directories(text: str, want: str):
+def test_mount_paths_are_rewritten_to_the_volume_directories(text: str, want: str) -> None:
     mounts = [("/workspace", "/h/init"), ("/etc/mpi", "/h/hosts")]
     assert pods.rewrite_paths(text, mounts) == want
 
 
-def test_volumes_map_mounts_into_the_job_home_and_show_secret_and_configmap_files(tmp_path: Path):
-    spec = {
+def test_volumes_map_mounts_into_the_job_home_and_show_secret_and_configmap_files(
+    tmp_path: Path,
+) -> None:
+    spec: dict[str, Any] = {
         "containers": [
             {
                 "name": "node",
@@ -240,12 +243,12 @@ OBJECTS = Plan(
         ),
     ],
 )
-def test_env_value_from_is_resolved(var: dict[str, object], want: str):
+def test_env_value_from_is_resolved(var: dict[str, object], want: str) -> None:
     env = pods.resolve_env(_pod([var]).spec["containers"][0], _pod([var]), OBJECTS, "team")
     assert env["V"] == want
 
 
-def test_env_from_and_dependent_variables():
+def test_env_from_and_dependent_variables() -> None:
     t = _pod(
         [{"name": "A", "value": "lr=$(CFG_lr) $$(KEEP) $(NOPE)"}],
         [
@@ -272,7 +275,7 @@ def test_env_from_and_dependent_variables():
         ),
     ],
 )
-def test_env_references_that_do_not_resolve_are_errors(var: dict[str, object], error: str):
+def test_env_references_that_do_not_resolve_are_errors(var: dict[str, object], error: str) -> None:
     t = _pod([var])
     with pytest.raises(pods.PodConfigError, match=error):
         pods.resolve_env(t.spec["containers"][0], t, OBJECTS, "team")
@@ -287,16 +290,18 @@ def test_env_references_that_do_not_resolve_are_errors(var: dict[str, object], e
         pytest.param(["/home/mpiuser/pi"], "does not exist on this machine", id="an image path"),
     ],
 )
-def test_a_missing_command_says_what_to_install(argv: list[str], error: str, tmp_path: Path):
+def test_a_missing_command_says_what_to_install(
+    argv: list[str], error: str, tmp_path: Path
+) -> None:
     with pytest.raises(pods.PodConfigError, match=error.replace("[", r"\[").replace("]", r"\]")):
         pods.resolve_command(argv, str(tmp_path), 'container "node"')
 
 
-def test_python_is_this_interpreter():
+def test_python_is_this_interpreter() -> None:
     assert pods.resolve_command(["python3", "-c", "1"], "", "") == [sys.executable, "-c", "1"]
 
 
-def test_a_command_found_on_path_keeps_its_argv0(tmp_path: Path):
+def test_a_command_found_on_path_keeps_its_argv0(tmp_path: Path) -> None:
     # mpirun reads its argv[0]: an absolute /bin/mpirun means --prefix /, which it refuses.
     tool = tmp_path / "mpirun"
     tool.write_text("#!/bin/sh\n")
@@ -304,12 +309,12 @@ def test_a_command_found_on_path_keeps_its_argv0(tmp_path: Path):
     assert pods.resolve_command(["mpirun", "-n", "2"], str(tmp_path), "") == ["mpirun", "-n", "2"]
 
 
-def test_an_mpi_hostfile_becomes_one_localhost_line_with_every_slot():
+def test_an_mpi_hostfile_becomes_one_localhost_line_with_every_slot() -> None:
     text = "a-launcher-0-0.a slots=2\na-node-0-0.a slots=2\na-node-0-1.a slots=2\n"
     assert mpi.localhost_hostfile(text) == "localhost slots=6\n"
 
 
-def test_the_preflight_plan_of_a_plain_runtime_runs_python(tmp_path: Path):
+def test_the_preflight_plan_of_a_plain_runtime_runs_python(tmp_path: Path) -> None:
     plan = compile(L.trainjob("p", "print(1)"), L.runtime())
     (t,) = pods.pod_templates(plan, "u")
     local = pods.build_pod(
@@ -372,7 +377,7 @@ TORCHRUN_NO_FILE = TORCHRUN_TAIL.replace(
         pytest.param("E" * 400 + "\n", "E" * 297 + "...", id="a long line is cut"),
     ],
 )
-def test_a_failed_container_reports_what_its_log_says(log: str, want: str, tmp_path: Path):
+def test_a_failed_container_reports_what_its_log_says(log: str, want: str, tmp_path: Path) -> None:
     path = tmp_path / "node-0.log"
     path.write_text(log)
     assert podrun.log_says(path) == want
@@ -405,7 +410,7 @@ def _spec_pod(spec: dict[str, object]) -> pods.PodTemplate:
 )
 def test_upstream_initializer_images_run_as_trainjob_s_initializer_modules(
     image: str, module: str, output: str, tmp_path: Path
-):
+) -> None:
     """The torchtune runtimes' initializer steps have an image and no command: here they run
     trainjob's module of the same env contract, writing into the mounted workspace."""
     ctr = {
@@ -426,7 +431,7 @@ def test_upstream_initializer_images_run_as_trainjob_s_initializer_modules(
 
 def test_an_output_path_set_in_the_runtime_wins_and_other_images_still_need_a_command(
     tmp_path: Path,
-):
+) -> None:
     ctr = {
         "name": "init",
         "image": "ghcr.io/kubeflow/trainer/dataset-initializer",
@@ -443,7 +448,9 @@ def test_an_output_path_set_in_the_runtime_wins_and_other_images_still_need_a_co
         pods.build_pod(other, pods.network_for(plan, [other]), plan, tmp_path, "/", "d", {})
 
 
-def test_tune_without_torchtune_runs_trainjob_s_llm_trainer_with_the_same_argv(tmp_path: Path):
+def test_tune_without_torchtune_runs_trainjob_s_llm_trainer_with_the_same_argv(
+    tmp_path: Path,
+) -> None:
     argv = ["tune", "run", "lora_finetune_distributed", "--config", "llama3_2/1B_lora", "epochs=1"]
     got = pods.resolve_command(argv, str(tmp_path), "")  # nothing on this PATH
     assert got == [sys.executable, "-m", "trainjob.trainers.llm", *argv[1:]]

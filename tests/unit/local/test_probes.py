@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from trainjob.local import probes
 from trainjob.local.probes import LIVENESS, READINESS, STARTUP, PodProbes, Probe
 
 
-def _parse(ctr: dict, ports: dict[int, int] | None = None) -> probes.ContainerProbes:
+def _parse(ctr: dict[str, Any], ports: dict[int, int] | None = None) -> probes.ContainerProbes:
     mapping = ports or {}
     return probes.parse(
         {"name": "c", **ctr},
@@ -28,7 +29,7 @@ def _parse(ctr: dict, ports: dict[int, int] | None = None) -> probes.ContainerPr
     )
 
 
-def test_kubelet_defaults_apply_and_ports_and_paths_are_mapped_as_the_pod_s():
+def test_kubelet_defaults_apply_and_ports_and_paths_are_mapped_as_the_pod_s() -> None:
     got = _parse(
         {
             "ports": [{"name": "ssh", "containerPort": 2222}],
@@ -54,7 +55,7 @@ def test_kubelet_defaults_apply_and_ports_and_paths_are_mapped_as_the_pod_s():
     )  # fmt: skip
 
 
-def test_a_container_without_probes_has_none():
+def test_a_container_without_probes_has_none() -> None:
     assert _parse({"image": "x"}).probes == ()
 
 
@@ -83,7 +84,9 @@ def http_server() -> Iterator[tuple[int, list[str]]]:
     server.server_close()
 
 
-def test_http_get_succeeds_on_2xx_and_3xx_and_says_the_status_otherwise(http_server):
+def test_http_get_succeeds_on_2xx_and_3xx_and_says_the_status_otherwise(
+    http_server: tuple[int, list[str]],
+) -> None:
     port, seen = http_server
     ok = Probe(READINESS, "httpGet", port=port, path="/ok", headers=(("X-Probe", "yes"),))
     assert probes.run(ok, {}, "/") == (True, "")
@@ -95,7 +98,7 @@ def test_http_get_succeeds_on_2xx_and_3xx_and_says_the_status_otherwise(http_ser
     assert seen[0] == "/ok yes"
 
 
-def test_tcp_succeeds_when_something_listens_and_says_connection_refused_when_not():
+def test_tcp_succeeds_when_something_listens_and_says_connection_refused_when_not() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
@@ -105,7 +108,7 @@ def test_tcp_succeeds_when_something_listens_and_says_connection_refused_when_no
     assert not ok and msg == f"dial tcp 127.0.0.1:{port}: Connection refused"
 
 
-def test_exec_runs_with_the_container_env_and_cwd_and_times_out(tmp_path: Path):
+def test_exec_runs_with_the_container_env_and_cwd_and_times_out(tmp_path: Path) -> None:
     (tmp_path / "flag").write_text("")
     code = "import os,sys; sys.exit(0 if os.path.exists('flag') and os.environ['X']=='1' else 1)"
     probe = Probe(LIVENESS, "exec", argv=(sys.executable, "-c", code))
@@ -163,7 +166,7 @@ def pool() -> Iterator[ThreadPoolExecutor]:
 
 def test_readiness_needs_success_threshold_successes_and_is_lost_after_failure_threshold(
     tmp_path: Path, pool: ThreadPoolExecutor
-):
+) -> None:
     flag = Flag(tmp_path / "ready")
     probe = _exec(READINESS, flag.path, success_threshold=2, failure_threshold=2)
     pp = PodProbes([probes.ContainerProbes("c", (probe,))], {"c": ({}, "/")}, pool, started=0.0)
@@ -182,7 +185,7 @@ def test_readiness_needs_success_threshold_successes_and_is_lost_after_failure_t
     assert not pp.ready and out.events == [] and out.kill == []  # readiness never kills
 
 
-def test_probes_wait_for_initial_delay_and_period(tmp_path: Path, pool: ThreadPoolExecutor):
+def test_probes_wait_for_initial_delay_and_period(tmp_path: Path, pool: ThreadPoolExecutor) -> None:
     flag = Flag(tmp_path / "ready")
     flag.set(True)
     probe = Probe(READINESS, "exec", argv=("test", "-e", str(flag.path)), initial_delay=5.0)
@@ -195,7 +198,7 @@ def test_probes_wait_for_initial_delay_and_period(tmp_path: Path, pool: ThreadPo
 
 def test_a_startup_probe_holds_back_readiness_then_liveness_kills_after_its_threshold(
     tmp_path: Path, pool: ThreadPoolExecutor
-):
+) -> None:
     started, alive = Flag(tmp_path / "started"), Flag(tmp_path / "alive")
     alive.set(True)
     checks = probes.ContainerProbes(
@@ -219,14 +222,14 @@ def test_a_startup_probe_holds_back_readiness_then_liveness_kills_after_its_thre
 
 def test_a_startup_probe_that_never_succeeds_kills_the_container(
     tmp_path: Path, pool: ThreadPoolExecutor
-):
+) -> None:
     probe = _exec(STARTUP, tmp_path / "never", failure_threshold=3)
     pp = PodProbes([probes.ContainerProbes("c", (probe,))], {"c": ({}, "/")}, pool, started=0.0)
     kills = [k for t in (0.0, 1.0, 2.0) for k in _settle(pp, t).kill]
     assert kills == [("c", "Container c failed startup probe, will be restarted")]
 
 
-def test_a_grpc_probe_is_not_run_and_the_pod_is_told_so_once(pool: ThreadPoolExecutor):
+def test_a_grpc_probe_is_not_run_and_the_pod_is_told_so_once(pool: ThreadPoolExecutor) -> None:
     probe = Probe(READINESS, "grpc", port=50051)
     pp = PodProbes([probes.ContainerProbes("c", (probe,))], {"c": ({}, "/")}, pool, started=0.0)
     first = _settle(pp, 0.0)

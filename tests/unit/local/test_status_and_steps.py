@@ -12,7 +12,7 @@ from trainjob.executor.model import JobState, PodState
 from trainjob.local import status
 
 
-def test_suspend_then_resume_flips_one_condition_and_its_transition_time():
+def test_suspend_then_resume_flips_one_condition_and_its_transition_time() -> None:
     st: dict[str, object] = {}
     assert not status.resumed(st, "t0"), "Resumed only follows a suspension"
     assert status.suspended(st, "t1")
@@ -29,7 +29,7 @@ def test_suspend_then_resume_flips_one_condition_and_its_transition_time():
     ]
 
 
-def test_a_changed_reason_keeps_the_transition_time():
+def test_a_changed_reason_keeps_the_transition_time() -> None:
     st: dict[str, object] = {}
     status.failed(st, "A", "a", "t1")
     assert status.failed(st, "B", "b", "t2")
@@ -37,7 +37,7 @@ def test_a_changed_reason_keeps_the_transition_time():
     assert cond is not None and (cond["reason"], cond["lastTransitionTime"]) == ("B", "t1")
 
 
-def test_jobset_messages_name_the_first_failed_job():
+def test_jobset_messages_name_the_first_failed_job() -> None:
     assert js.with_first_failed_job(js.MESSAGE_FAILED_JOBS, "j-node-0") == (
         "jobset failed due to one or more job failures (first failed job: j-node-0)"
     )
@@ -52,12 +52,12 @@ def test_jobset_messages_name_the_first_failed_job():
         pytest.param("worker", 2, 1, "worker-1-2", id="a replicated job"),
     ],
 )
-def test_step_names_follow_the_sdk(job: str, index: int, job_index: int, want: str):
+def test_step_names_follow_the_sdk(job: str, index: int, job_index: int, want: str) -> None:
     assert steps.step_name(job, index, job_index) == want
     assert steps.parse_step(want, [(job, index, job_index)]) == (job, index, job_index)
 
 
-def test_the_default_step_is_the_first_pod_that_runs_here():
+def test_the_default_step_is_the_first_pod_that_runs_here() -> None:
     skipped = "not run locally: mpirun starts every rank on this host, no sshd is needed"
     mpi = JobState(
         "m", "default", "Running", "t",
@@ -81,7 +81,7 @@ def test_the_default_step_is_the_first_pod_that_runs_here():
         (2 * 86400 + 7200, "2d2h"),
     ],
 )
-def test_ages_read_like_kubectl(secs: int, want: str):
-    assert (
-        output.age("2026-01-01T00:00:00Z", until=times.parse("2026-01-01T00:00:00Z") + secs) == want
-    )  # type: ignore[operator]
+def test_ages_read_like_kubectl(secs: int, want: str) -> None:
+    start = times.parse("2026-01-01T00:00:00Z")
+    assert start is not None
+    assert output.age("2026-01-01T00:00:00Z", until=start + secs) == want

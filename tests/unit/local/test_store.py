@@ -26,13 +26,13 @@ def _row(name: str = "j", uid: str = "u1", phase: str = "Running", ts: float = 0
     )
 
 
-def test_a_new_store_records_its_schema_version(tmp_path: Path):
+def test_a_new_store_records_its_schema_version(tmp_path: Path) -> None:
     Store(tmp_path / "db")
     got = sqlite3.connect(tmp_path / "db").execute("SELECT value FROM meta").fetchone()
     assert got == (str(SCHEMA_VERSION),)
 
 
-def test_a_store_from_a_newer_trainjob_is_refused(tmp_path: Path):
+def test_a_store_from_a_newer_trainjob_is_refused(tmp_path: Path) -> None:
     Store(tmp_path / "db")
     db = sqlite3.connect(tmp_path / "db")
     db.execute("UPDATE meta SET value = '99'")
@@ -41,7 +41,7 @@ def test_a_store_from_a_newer_trainjob_is_refused(tmp_path: Path):
         Store(tmp_path / "db")
 
 
-def test_a_new_home_and_its_store_are_private_to_their_user(tmp_path: Path):
+def test_a_new_home_and_its_store_are_private_to_their_user(tmp_path: Path) -> None:
     store = Store(tmp_path / "home" / "trainjob.db")
     store.insert_job(_row())
     assert (tmp_path / "home").stat().st_mode & 0o777 == 0o700
@@ -49,12 +49,12 @@ def test_a_new_home_and_its_store_are_private_to_their_user(tmp_path: Path):
         assert (tmp_path / "home" / name).stat().st_mode & 0o777 == 0o600, name
 
 
-def test_the_store_uses_wal_so_readers_never_wait_for_the_supervisor(tmp_path: Path):
+def test_the_store_uses_wal_so_readers_never_wait_for_the_supervisor(tmp_path: Path) -> None:
     Store(tmp_path / "db")
     assert sqlite3.connect(tmp_path / "db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-def test_a_name_is_taken_until_the_job_is_deleted(tmp_path: Path):
+def test_a_name_is_taken_until_the_job_is_deleted(tmp_path: Path) -> None:
     store = Store(tmp_path / "db")
     store.insert_job(_row())
     with pytest.raises(AlreadyExistsError, match='"j" already exists'):
@@ -64,7 +64,7 @@ def test_a_name_is_taken_until_the_job_is_deleted(tmp_path: Path):
     assert store.job("default", "j").uid == "u2"  # type: ignore[union-attr]
 
 
-def test_a_supervisor_write_never_touches_a_recreated_or_finished_job(tmp_path: Path):
+def test_a_supervisor_write_never_touches_a_recreated_or_finished_job(tmp_path: Path) -> None:
     store = Store(tmp_path / "db")
     store.insert_job(_row(uid="new"))
     pod = PodRow("default", "j", "old", "node", 0, 0, "p", "Running")
@@ -77,7 +77,7 @@ def test_a_supervisor_write_never_touches_a_recreated_or_finished_job(tmp_path: 
     assert store.job("default", "j").phase == "Failed"  # type: ignore[union-attr]
 
 
-def test_a_full_store_is_a_one_line_error_and_the_store_stays_usable(tmp_path: Path):
+def test_a_full_store_is_a_one_line_error_and_the_store_stays_usable(tmp_path: Path) -> None:
     # SQLite's max_page_count gives the SQLITE_FULL a full disk gives, without root or a tmpfs.
     store = Store(tmp_path / "db")
     store.insert_job(_row("small"))
@@ -99,7 +99,7 @@ def test_a_full_store_is_a_one_line_error_and_the_store_stays_usable(tmp_path: P
     assert store.job("default", "big") is not None
 
 
-def test_concurrent_writers_in_other_processes_all_land(tmp_path: Path):
+def test_concurrent_writers_in_other_processes_all_land(tmp_path: Path) -> None:
     Store(tmp_path / "db")
     code = (
         "import sys; from pathlib import Path; from trainjob.local.store import Store, EventRow\n"
@@ -117,7 +117,7 @@ def test_concurrent_writers_in_other_processes_all_land(tmp_path: Path):
     assert {e.reason for e in events} == {"W0", "W1", "W2", "W3"}
 
 
-def test_listing_a_thousand_jobs_is_one_query(tmp_path: Path):
+def test_listing_a_thousand_jobs_is_one_query(tmp_path: Path) -> None:
     # How fast: benchmarks/sdk.py (list_jobs of 1,000 jobs beside a raw store read).
     ex = LocalExecutor(tmp_path)
     done = {"conditions": [], "jobsStatus": [{"name": "node", "succeeded": 1}]}
@@ -134,7 +134,7 @@ def test_listing_a_thousand_jobs_is_one_query(tmp_path: Path):
     assert jobs[0].trainjob["status"]["conditions"][0]["type"] == "Complete"
 
 
-def test_a_job_whose_supervisor_never_started_fails_after_a_grace_period(tmp_path: Path):
+def test_a_job_whose_supervisor_never_started_fails_after_a_grace_period(tmp_path: Path) -> None:
     # The client died between storing the job and starting its supervisor (no pid recorded).
     ex = LocalExecutor(tmp_path)
     ex.store.insert_job(replace(_row("fresh", "u1", "Created"), created_ts=time.time()))
@@ -146,7 +146,9 @@ def test_a_job_whose_supervisor_never_started_fails_after_a_grace_period(tmp_pat
     assert ex.store.job("default", "stale").phase == "Failed"  # type: ignore[union-attr]
 
 
-def test_a_store_from_schema_version_1_is_upgraded_in_place_and_keeps_its_pods(tmp_path: Path):
+def test_a_store_from_schema_version_1_is_upgraded_in_place_and_keeps_its_pods(
+    tmp_path: Path,
+) -> None:
     """A TRAINJOB_HOME written before pods had a ``ready`` column (schema 1) still opens: the
     column is added, its rows read back not ready, and the version is bumped."""
     db = sqlite3.connect(tmp_path / "db")
@@ -179,7 +181,7 @@ def test_a_store_from_schema_version_1_is_upgraded_in_place_and_keeps_its_pods(t
 
 def test_a_store_from_schema_version_2_gets_the_runner_column_and_its_jobs_run_as_processes(
     tmp_path: Path,
-):
+) -> None:
     """Jobs stored before the container backend (schema 2) read back as process jobs."""
     db = sqlite3.connect(tmp_path / "db")
     Store(tmp_path / "db").insert_job(_row("old", "u0", "Complete"))

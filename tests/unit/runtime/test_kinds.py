@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from trainjob.controller import rbac
+from trainjob.core.resources import Resource
 from trainjob.runtime import kinds
 from trainjob.runtime.compiler import framework
 from trainjob.runtime.framework import Framework
@@ -55,7 +56,7 @@ def test_two_plugins_declaring_one_kind_differently_is_an_error() -> None:
 
 def test_a_new_plugin_kind_brings_its_rbac_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     widget = kinds.Kind(
-        kinds.res.Resource("example.com", "v1", "widgets", "Widget"),
+        Resource("example.com", "v1", "widgets", "Widget"),
         kinds.Apply.ALWAYS,
         kinds.Watch.METADATA,
         ("list", "watch", "patch"),

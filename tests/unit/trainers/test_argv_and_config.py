@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trainjob.trainers.llm import argv, config, recipes
@@ -236,7 +238,9 @@ def test_missing_required_paths_and_dataset_say_which_key_to_set() -> None:
         build("lora_finetune_distributed", "llama3_2/1B_lora", "model.lora_attn_modules=[o_proj]")
 
 
-def test_without_a_dataset_override_the_dataset_initializer_s_directory_is_read(tmp_path) -> None:
+def test_without_a_dataset_override_the_dataset_initializer_s_directory_is_read(
+    tmp_path: Path,
+) -> None:
     """The SDK passes no dataset.data_dir for an S3 dataset: the trainer reads /workspace/dataset,
     beside the model dir, when the initializer filled it; an explicit override still wins."""
     (tmp_path / "model").mkdir()

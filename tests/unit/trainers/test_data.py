@@ -136,7 +136,7 @@ def test_new_system_prompt_and_a_chat_template(tokenizer: Any) -> None:
     assert ex.input_ids == prompt_ids + answer
     assert ex.labels == [data.IGNORE_INDEX] * len(prompt_ids) + answer
     plain, _ = data.prompt_and_response(ROWS[1], ds, chat=False)
-    assert plain.startswith("Say\n\n### Instruction:\nnext")
+    assert isinstance(plain, str) and plain.startswith("Say\n\n### Instruction:\nnext")
 
 
 def test_truncation_drops_rows_with_no_response_left(tokenizer: Any) -> None:

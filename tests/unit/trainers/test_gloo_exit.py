@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,9 @@ class ScriptedProc:
 
 
 @pytest.fixture
-def scripted(tmp_path, monkeypatch):
+def scripted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[list[Look]], ScriptedProc]:
     def make(script: list[Look]) -> ScriptedProc:
         proc = ScriptedProc(tmp_path, script)
         monkeypatch.setattr(time, "sleep", proc.sleep)
@@ -64,7 +67,9 @@ def scripted(tmp_path, monkeypatch):
 IDLE: Look = (("S", 40), ("S", 52))
 
 
-def test_no_gloo_threads_returns_without_waiting(tmp_path, monkeypatch):
+def test_no_gloo_threads_returns_without_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
     _task(tmp_path, 1, "python", "R")
@@ -73,13 +78,17 @@ def test_no_gloo_threads_returns_without_waiting(tmp_path, monkeypatch):
     assert slept == []
 
 
-def test_idle_workers_need_three_unchanged_looks_after_the_first(scripted):
+def test_idle_workers_need_three_unchanged_looks_after_the_first(
+    scripted: Callable[[list[Look]], ScriptedProc],
+) -> None:
     proc = scripted([IDLE])
     gloo_exit.settle_gloo_workers(tasks=str(proc.root))
     assert proc.sleeps == 4
 
 
-def test_a_runnable_worker_restarts_the_count_until_it_sleeps(scripted):
+def test_a_runnable_worker_restarts_the_count_until_it_sleeps(
+    scripted: Callable[[list[Look]], ScriptedProc],
+) -> None:
     # one worker still holds a finished collective (runnable), then goes back to waiting
     busy: Look = (("S", 40), ("R", 53))
     after: Look = (("S", 40), ("S", 54))
@@ -89,7 +98,9 @@ def test_a_runnable_worker_restarts_the_count_until_it_sleeps(scripted):
     assert proc.sleeps == 7
 
 
-def test_a_worker_that_woke_and_slept_again_between_looks_is_not_idle(scripted):
+def test_a_worker_that_woke_and_slept_again_between_looks_is_not_idle(
+    scripted: Callable[[list[Look]], ScriptedProc],
+) -> None:
     # asleep at every look, but woken (for the GIL) in between: its switch count moves
     woke = [(("S", 40), ("S", 52 + 2 * i)) for i in range(5)]
     proc = scripted([*woke, woke[-1]])
@@ -97,7 +108,9 @@ def test_a_worker_that_woke_and_slept_again_between_looks_is_not_idle(scripted):
     assert proc.sleeps == 5 + 3
 
 
-def test_a_worker_that_never_goes_idle_is_given_up_on_after_the_timeout(tmp_path, monkeypatch):
+def test_a_worker_that_never_goes_idle_is_given_up_on_after_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _task(tmp_path, 100, "pt_gloo_runloop", "R")
     checks = 0
     real_sleep = time.sleep
@@ -114,7 +127,9 @@ def test_a_worker_that_never_goes_idle_is_given_up_on_after_the_timeout(tmp_path
     assert checks >= 2
 
 
-def test_a_thread_that_ends_while_read_is_skipped(tmp_path, monkeypatch):
+def test_a_thread_that_ends_while_read_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
     (tmp_path / "55").mkdir()  # listed, but its status is gone: the thread ended
@@ -122,12 +137,14 @@ def test_a_thread_that_ends_while_read_is_skipped(tmp_path, monkeypatch):
     assert slept == []
 
 
-def test_no_proc_returns_at_once(tmp_path):
+def test_no_proc_returns_at_once(tmp_path: Path) -> None:
     gloo_exit.settle_gloo_workers(tasks=str(tmp_path / "absent"))
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-def test_a_real_named_worker_blocked_on_a_condition_counts_as_idle(monkeypatch):
+def test_a_real_named_worker_blocked_on_a_condition_counts_as_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     named, release = threading.Event(), threading.Event()
 
@@ -147,7 +164,12 @@ def test_a_real_named_worker_blocked_on_a_condition_counts_as_idle(monkeypatch):
     assert "pt_gloo_runloop" in names
     slept: list[float] = []
     real_sleep = time.sleep
-    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        real_sleep(s)
+
+    monkeypatch.setattr(time, "sleep", sleep)
     try:
         gloo_exit.settle_gloo_workers(timeout=5.0)
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -93,9 +94,9 @@ def test_qlora_runs_on_cpu_and_without_bitsandbytes_says_what_to_install(
 ) -> None:
     pytest.importorskip("bitsandbytes")
     model.check_qlora(cfg("/m", "model.quantize_base=True").lora, cuda=False)  # its CPU backend
-    real = model.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        model.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *a: None if name == "bitsandbytes" else real(name, *a),
     )

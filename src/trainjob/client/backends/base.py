@@ -83,7 +83,7 @@ class RuntimeBackend(abc.ABC):
         name: str,
         status: set[str] | None = None,
         timeout: int = 600,
-        polling_interval: int = 2,
+        polling_interval: float = 2,
         callbacks: list[status_mod.Callback] | None = None,
     ) -> types.TrainJob:
         return status_mod.wait_for_job_status(

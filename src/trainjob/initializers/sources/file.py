@@ -3,11 +3,13 @@
 Called by ``command.fetch`` for ``file:///path`` and for absolute paths. Useful on the local
 backend and for volumes already mounted into the initializer's pod. A file lands as
 ``OUTPUT_PATH/<its name>``; a directory's contents land under ``OUTPUT_PATH`` keeping their
-relative paths. Ignore patterns, the resume check and progress lines are those of ``transfer``.
+relative paths. Ignore patterns, the resume check (a present file counts when it has the same
+bytes, not only the same size) and progress lines are those of ``transfer``.
 """
 
 from __future__ import annotations
 
+import filecmp
 import logging
 import os
 import shutil
@@ -92,7 +94,11 @@ def fetch(cfg: config.Config) -> None:
         )
     if not items:
         _check_not_empty(src, cfg)
-    todo, present = transfer.split_present(items, dest)
+
+    def same(item: transfer.Item, path: Path) -> bool:  # a present copy: byte for byte
+        return filecmp.cmp(base / item.relpath, path, shallow=False)
+
+    todo, present = transfer.split_present(items, dest, same)
     progress = transfer.Progress(todo, present)
     for item in todo:
         origin = base / item.relpath

@@ -11,10 +11,17 @@ formats). One extension: ``hf://org/repo/path`` fetches only ``path`` (a file, o
 contents) where upstream fetches the whole repo; the files land at the same place,
 ``OUTPUT_PATH/path``, which is where the torchtune trainer's ``dataset.data_dir|data_files``
 point. Hub errors become one-line ``InitializerError``s naming the env var to fix.
+
+A file already in ``OUTPUT_PATH`` counts only with the Hub's hash of it (the SHA-256 of an LFS
+file, the git blob id of another): huggingface_hub trusts its download metadata when the file's
+time has not moved, so a file of the right size but other bytes would be kept; such a file is
+removed first (:func:`verify_present`) and fetched again. A partial download is resumed by
+huggingface_hub itself (its ``.incomplete`` files, with an HTTP range).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import logging
 import threading
@@ -102,6 +109,7 @@ def snapshot_download(req: Request) -> None:
     # First ask for the repo: snapshot_download, when the Hub answers "not found" (or cannot be
     # reached) and local_dir exists, returns local_dir as it is instead of raising.
     hub.HfApi().repo_info(repo_id=req.repo_id, repo_type=req.repo_type, token=req.token)
+    verify_present(hub, req)
     hub.snapshot_download(
         repo_id=req.repo_id,
         repo_type=req.repo_type,
@@ -110,6 +118,55 @@ def snapshot_download(req: Request) -> None:
         ignore_patterns=list(req.ignore_patterns) if req.ignore_patterns else None,
         token=req.token,
     )
+
+
+def _digest(path: Path, algorithm: str, prefix: bytes = b"") -> str:
+    digest = hashlib.new(algorithm, prefix, usedforsecurity=False)
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def git_blob_id(path: Path) -> str:
+    """The git object id of a file's content, as the Hub gives it for files not in LFS."""
+    return _digest(path, "sha1", b"blob %d\0" % path.stat().st_size)
+
+
+def verify_present(hub: Any, req: Request) -> None:
+    """Remove every requested file already in ``req.local_dir`` whose bytes are not the Hub's
+    (size, then SHA-256 for LFS files or the git blob id), with its download metadata, so that
+    ``snapshot_download`` fetches it again instead of trusting it."""
+    root = Path(req.local_dir)
+    if not root.is_dir():
+        return
+    api = hub.HfApi()
+    entries = api.list_repo_tree(
+        req.repo_id, repo_type=req.repo_type, recursive=True, token=req.token
+    )
+    files = [e for e in entries if hasattr(e, "blob_id")]
+    utils: Any = importlib.import_module("huggingface_hub.utils")
+    wanted = utils.filter_repo_objects(
+        files,
+        allow_patterns=list(req.allow_patterns) if req.allow_patterns else None,
+        ignore_patterns=list(req.ignore_patterns) if req.ignore_patterns else None,
+        key=lambda e: e.path,
+    )
+    folder: Any = importlib.import_module("huggingface_hub._local_folder")
+    for entry in wanted:
+        path = root / entry.path
+        if not transfer.is_safe(entry.path) or not path.is_file():
+            continue
+        lfs = getattr(entry, "lfs", None)
+        same = path.stat().st_size == entry.size and (
+            _digest(path, "sha256") == lfs.sha256 if lfs else git_blob_id(path) == entry.blob_id
+        )
+        if same:
+            continue
+        log.info("%s: present with other content than the Hub's: downloading it again", entry.path)
+        path.unlink()
+        metadata = folder.get_local_download_paths(root, entry.path).metadata_path
+        Path(metadata).unlink(missing_ok=True)
 
 
 def explain(exc: Exception, req: Request, uri: str) -> _Error | None:

@@ -9,15 +9,19 @@ which reads public buckets. With ``ROLE_ARN`` the credentials are exchanged for 
 
 ``s3://bucket/data`` fetches the objects under ``data/`` keeping their paths relative to it;
 when there are none and ``data`` is itself an object, that one file. Objects are fetched in
-parallel by a small thread pool; a file already present with the object's size is skipped, so a
-second run resumes. boto3's errors become one-line ``InitializerError``s naming the env var to
-fix; secrets never enter a message.
+parallel by a small thread pool. A file already present is skipped only when its content is the
+object's (its size, and its ETag: the MD5 of a single-part upload, or of its parts), so a file of
+the right size but wrong content is fetched again. A download cut short (Ctrl-C, a dropped
+connection) keeps its ``.part`` file and the object's ETag beside it; the next run asks for the
+rest with an HTTP range, ``If-Match`` that ETag, so a changed object starts over. boto3's errors
+become one-line ``InitializerError``s naming the env var to fix; secrets never enter a message.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -172,7 +176,7 @@ def list_items(
                     "Skipping s3://%s/%s: its key leads outside the output dir", bucket, key
                 )
             elif not transfer.is_ignored(relpath, patterns):
-                items.append(transfer.Item(relpath, int(obj["Size"])))
+                items.append(transfer.Item(relpath, int(obj["Size"]), obj.get("ETag")))
     if found and not items and patterns:
         raise _Error(transfer.all_ignored(f"s3://{bucket}/{folder}", found, patterns))
     if found:
@@ -187,11 +191,14 @@ def list_items(
     folder = parent + "/" if parent else ""
     if transfer.is_ignored(name, patterns):
         raise _Error(transfer.all_ignored(f"s3://{bucket}/{prefix}", 1, patterns))
-    return folder, [transfer.Item(name, int(head["ContentLength"]))]
+    return folder, [transfer.Item(name, int(head["ContentLength"]), head.get("ETag"))]
 
 
 class Stopped(Exception):
     """A download abandoned because the run is stopping (Ctrl-C, another file's error)."""
+
+
+ETAG_SUFFIX = ".etag"  # beside a .part file: the ETag of the object it is the start of
 
 
 def download(
@@ -202,27 +209,68 @@ def download(
     size: int,
     progress: transfer.Progress | None = None,
     stop: threading.Event | None = None,
+    etag: str | None = None,
 ) -> None:
-    """Stream one object into ``target`` (atomically); fail if its size is not ``size``.
+    """Stream one object into ``target`` (through a ``.part`` file, renamed when complete);
+    fail if its size is not ``size`` or, for a single-part ETag, its MD5 is not the ETag.
 
-    Each chunk counts toward ``progress``; a set ``stop`` abandons the file at the next chunk, so
-    Ctrl-C does not wait for every large object in flight to finish."""
-
-    def write(tmp: Path) -> None:
-        body = client.get_object(Bucket=bucket, Key=key)["Body"]
-        with open(tmp, "wb") as out:
+    A ``.part`` file left by an interrupted run for the same ``etag`` is resumed with a range
+    request (``If-Match``: the object must not have changed since). Each chunk counts toward
+    ``progress``; a set ``stop`` abandons the file at the next chunk (keeping its part), so Ctrl-C
+    does not wait for every large object in flight to finish."""
+    exceptions: Any = importlib.import_module("botocore.exceptions")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + transfer.PART_SUFFIX)
+    tag_file = part.with_name(part.name + ETAG_SUFFIX)
+    have = 0
+    if etag and part.is_file() and tag_file.is_file() and tag_file.read_text() == etag:
+        have = part.stat().st_size
+    if have >= size and size:
+        have = 0  # not a start of it: the whole file again
+    args: dict[str, Any] = {"Bucket": bucket, "Key": key}
+    if have:
+        args.update(Range=f"bytes={have}-", IfMatch=etag)
+    try:
+        body = client.get_object(**args)["Body"]
+    except exceptions.ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if not have or code not in ("PreconditionFailed", "InvalidRange", "412", "416"):
+            raise
+        log.info("s3://%s/%s changed since its partial download: starting it over", bucket, key)
+        have, body = 0, client.get_object(Bucket=bucket, Key=key)["Body"]
+    if have:
+        log.info("s3://%s/%s: resuming at %s", bucket, key, transfer.mib(have))
+        if progress is not None:
+            progress.add_bytes(have)
+    if etag:
+        tag_file.write_text(etag)
+    try:
+        with open(part, "ab" if have else "wb") as out:
             for chunk in body.iter_chunks(CHUNK):
                 if stop is not None and stop.is_set():
                     raise Stopped(key)
                 out.write(chunk)
                 if progress is not None:
                     progress.add_bytes(len(chunk))
-        if tmp.stat().st_size != size:
-            raise _Error(
-                f"s3://{bucket}/{key}: got {tmp.stat().st_size} bytes of {size}: run again"
-            )
+    except BaseException:
+        if not etag:  # nothing tells a later run what it is the start of: no part left
+            part.unlink(missing_ok=True)
+        raise  # with an ETag the part stays, and the next run resumes it
+    got = part.stat().st_size
+    if got != size or (etag and "-" not in etag and not transfer.matches_etag(part, etag)):
+        part.unlink(missing_ok=True)
+        tag_file.unlink(missing_ok=True)
+        what = (
+            f"got {got} bytes of {size}" if got != size else "its content does not match its ETag"
+        )
+        raise _Error(f"s3://{bucket}/{key}: {what}: run again")
+    os.replace(part, target)
+    tag_file.unlink(missing_ok=True)
 
-    transfer.write_atomically(target, write)
+
+def same_object(item: transfer.Item, path: Path) -> bool:
+    """A present file is the object only when its ETag says so (else it is fetched again)."""
+    return bool(item.etag) and transfer.matches_etag(path, str(item.etag))
 
 
 def fetch(cfg: config.Config) -> None:
@@ -237,7 +285,7 @@ def fetch(cfg: config.Config) -> None:
         folder, items = list_items(client, bucket, prefix, cfg.ignore_patterns)
     except boto_errors as exc:
         raise explain(exc, cfg, bucket, cfg.storage_uri) from None
-    todo, present = transfer.split_present(items, dest)
+    todo, present = transfer.split_present(items, dest, same_object)
     progress = transfer.Progress(todo, present)
     stop = threading.Event()
     with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="s3") as pool:
@@ -251,6 +299,7 @@ def fetch(cfg: config.Config) -> None:
                 item.size,
                 progress,
                 stop,
+                item.etag,
             ): item
             for item in todo
         }

@@ -127,7 +127,7 @@ def read_rows(files: Sequence[Path], source: str) -> list[Row]:
 
 def _read(path: Path, source: str) -> list[Any]:
     if source == "parquet":
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq
 
         return list(pq.read_table(path).to_pylist())
     text = path.read_text(encoding="utf-8")

@@ -93,8 +93,8 @@ def dataset(path: Path, repeat: int = 1) -> Path:
 
 def parquet(path: Path, repeat: int = 2) -> Path:
     """Write :func:`rows` (``repeat`` times) as a parquet file; returns the file."""
-    import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows() * repeat), path)

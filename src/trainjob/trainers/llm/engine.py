@@ -12,7 +12,7 @@ What this module adds: TRL's per-step entropy and token-accuracy metrics are off
 all-gathers and a fused head per micro-batch, 10-20% of a CPU step), as are Trainer's
 weight-decay exemptions (torchtune decays every parameter); a log line per step in the format
 the trainer always printed (``Epoch 1/3 step 2/4 loss 2.3456 lr 0.0003``) with the rate that
-step used; tokens/s in the logged metrics, which transformers' own ``KubeflowCallback``
+step used; tokens/s and the step, total and epoch in the logged metrics, which transformers' own ``KubeflowCallback``
 (registered by transformers whenever ``KUBEFLOW_TRAINER_SERVER_URL`` is set) reports with
 progress and ETA through upstream's TrainJob status endpoint (KEP-2779); a checkpoint after each
 epoch but the last and every ``save_every_n_steps``, each marked complete only once every rank
@@ -217,6 +217,13 @@ def make_trainer_class() -> Any:
                 logs["padded_tokens_per_second"] = round(float(counts[1]) / seconds, 1)
                 self.run.tokens = [0.0, 0.0]
                 self.run.last_log = now
+                # KubeflowCallback posts the step only from on_step_end, at most every 5 s: a
+                # run shorter than that would end with no step in its status; its final post
+                # carries the logged metrics, so they hold the position too
+                logs["current_step"] = self.state.global_step
+                logs["total_steps"] = self.state.max_steps
+                if self.state.epoch is not None:
+                    logs["current_epoch"] = round(float(self.state.epoch), 2)
             transformers.Trainer.log(self, logs, start_time)
 
     return Trainer

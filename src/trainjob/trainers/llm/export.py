@@ -66,9 +66,9 @@ def _env(*names: str) -> str | None:
 
 
 def _to_s3(output_dir: str, found: list[Path], uri: str) -> None:
-    import boto3  # type: ignore[import-untyped]
-    from boto3.exceptions import S3UploadFailedError  # type: ignore[import-untyped]
-    from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+    import boto3
+    from boto3.exceptions import S3UploadFailedError
+    from botocore.exceptions import BotoCoreError, ClientError
 
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
     client = boto3.client(

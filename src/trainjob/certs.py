@@ -1,11 +1,12 @@
-"""Certificates for the webhook server: a self-signed CA and a serving certificate it signs.
+"""Certificates for trainjob's TLS servers: a self-signed CA and a serving certificate it signs.
 
 :func:`generate` makes both (ECDSA P-256; the CA for 10 years, the serving certificate for one,
 for the given DNS names and IP addresses). :func:`server_context` turns a certificate and key
-(PEM) into the TLS context the webhook server uses; :func:`expires_within` tells when to rotate.
+(PEM) into the TLS context a server uses; :func:`expires_within` tells when to rotate.
 
-Used by :mod:`trainjob.controller.webhooks.serving` (dev mode on loopback and the in-cluster
-self-managed Secret).
+Used by the webhook server (:mod:`trainjob.controller.webhooks.serving`: dev mode on loopback and
+the in-cluster self-managed Secret), the controller's TrainJob status server and the local
+supervisor's (a CA per job), so it lives below all of them.
 """
 
 from __future__ import annotations

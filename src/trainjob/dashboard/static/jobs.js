@@ -1,0 +1,130 @@
+// The Jobs page: every job's row, kept live by /api/jobs/stream (rows that change are replaced
+// in place; nothing reloads), with filters by namespace, phase and runtime kept in the URL.
+"use strict";
+
+(() => {
+  const { h } = TJ;
+  const rows = new Map(); // "ns/name" -> row data
+  const trs = new Map(); // "ns/name" -> <tr>
+  const params = new URLSearchParams(location.search);
+  const filters = { namespace: params.get("namespace") || "", phase: params.get("phase") || "", runtime: params.get("runtime") || "", q: params.get("q") || "" };
+  const PHASES = ["Created", "Running", "Suspended", "Complete", "Failed"];
+  let tbody, count, selects = {};
+
+  const key = (r) => r.namespace + "/" + r.name;
+
+  function cells(r) {
+    return [
+      h("td", { class: "ns" }, r.namespace),
+      h("td", { class: "name" }, h("a", { href: TJ.jobHref(r.namespace, r.name) }, r.name)),
+      h("td", { class: "runtime" }, r.runtime),
+      h("td", { class: "phase-cell" }, TJ.phaseBadge(r.phase, r.reason)),
+      h("td", { class: "progress" }, TJ.progressBar(r.progress)),
+      h("td", { class: "eta" }, TJ.eta(r.eta)),
+      h("td", { class: "loss num" }, r.loss === null ? "" : r.loss),
+      h("td", { class: "nodes num" }, r.nodes === null ? "default" : r.nodes),
+      h("td", { class: "restarts num" }, r.restarts),
+      h("td", { class: "age", "data-created": r.created }, TJ.age(r.created)),
+    ];
+  }
+
+  function shown(r) {
+    return (!filters.namespace || r.namespace === filters.namespace) &&
+      (!filters.phase || r.phase === filters.phase) &&
+      (!filters.runtime || r.runtime === filters.runtime) &&
+      (!filters.q || r.name.includes(filters.q));
+  }
+
+  function put(r) {
+    const k = key(r);
+    rows.set(k, r);
+    const tr = h("tr", { "data-key": k, "data-phase": r.phase }, cells(r));
+    tr.hidden = !shown(r);
+    const old = trs.get(k);
+    if (old) old.replaceWith(tr);
+    else tbody.append(tr);
+    trs.set(k, tr);
+  }
+
+  function drop(k) {
+    rows.delete(k);
+    const tr = trs.get(k);
+    if (tr) tr.remove();
+    trs.delete(k);
+  }
+
+  function options(sel, values, current) {
+    const keep = sel.value || current;
+    TJ.fill(sel, h("option", { value: "" }, "all"), ...[...values].sort().map((v) => h("option", { value: v }, v)));
+    sel.value = values.has(keep) ? keep : "";
+  }
+
+  function refreshFilters() {
+    const ns = new Set(), rt = new Set();
+    for (const r of rows.values()) { ns.add(r.namespace); if (r.runtime) rt.add(r.runtime); }
+    if (filters.namespace) ns.add(filters.namespace);
+    if (filters.runtime) rt.add(filters.runtime);
+    options(selects.namespace, ns, filters.namespace);
+    options(selects.runtime, rt, filters.runtime);
+    let visible = 0;
+    for (const [k, tr] of trs) { tr.hidden = !shown(rows.get(k)); if (!tr.hidden) visible++; }
+    count.textContent = visible + " of " + rows.size + " jobs";
+  }
+
+  function setFilter(name, value) {
+    filters[name] = value;
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(filters)) if (v) p.set(k, v);
+    history.replaceState(null, "", p.toString() ? "?" + p : location.pathname);
+    refreshFilters();
+  }
+
+  function build() {
+    const main = document.getElementById("main");
+    const sel = (name, label) => {
+      const s = h("select", { id: "filter-" + name, onchange: (e) => setFilter(name, e.target.value) });
+      selects[name] = s;
+      return h("label", {}, label, " ", s);
+    };
+    const phase = sel("phase", "Phase");
+    options(selects.phase, new Set(PHASES), filters.phase);
+    count = h("span", { class: "muted", id: "count" });
+    const search = h("input", { type: "search", id: "filter-q", placeholder: "name contains…", value: filters.q, oninput: (e) => setFilter("q", e.target.value) });
+    tbody = h("tbody", { id: "jobs" });
+    TJ.fill(main, 
+      h("h1", {}, "Jobs"),
+      h("div", { class: "filters" }, sel("namespace", "Namespace"), phase, sel("runtime", "Runtime"), search, count),
+      h("table", { class: "jobs" },
+        h("thead", {}, h("tr", {}, ["Namespace", "Name", "Runtime", "Phase", "Progress", "ETA", "Loss", "Nodes", "Restarts", "Age"].map((x) => h("th", {}, x)))),
+        tbody),
+      h("p", { class: "muted empty", id: "empty", hidden: true }, "No jobs yet: trainjob run -f job.yaml"));
+  }
+
+  function empty() {
+    document.getElementById("empty").hidden = rows.size > 0;
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    build();
+    TJ.stream("/api/jobs/stream", {
+      snapshot: (d) => {
+        TJ.setNow(d.now);
+        TJ.setBackend(d.backend);
+        for (const k of [...rows.keys()]) drop(k);
+        for (const r of d.jobs) put(r);
+        refreshFilters();
+        empty();
+      },
+      changed: (d) => {
+        TJ.setNow(d.now);
+        for (const k of d.removed) drop(k[0] + "/" + k[1]);
+        for (const r of d.jobs) put(r);
+        refreshFilters();
+        empty();
+      },
+    });
+    setInterval(() => {
+      for (const td of tbody.querySelectorAll("td.age")) td.textContent = TJ.age(td.dataset.created);
+    }, 1000);
+  });
+})();
