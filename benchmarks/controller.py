@@ -62,6 +62,16 @@ from trainjob.runtime import compile  # noqa: E402
 
 Obj = dict[str, Any]
 
+CONTROLLER_MAIN = "import sys; from trainjob.cli import main; sys.exit(main())"
+if os.environ.get("BENCH_PRELUDE"):  # an experiment's line before the controller starts
+    CONTROLLER_MAIN = os.environ["BENCH_PRELUDE"] + "; " + CONTROLLER_MAIN
+if os.environ.get("BENCH_TRACEMALLOC"):  # where the controller's allocations go, at its exit
+    CONTROLLER_MAIN = (
+        "import atexit, tracemalloc; tracemalloc.start(1); atexit.register(lambda: "
+        f"tracemalloc.take_snapshot().dump({os.environ['BENCH_TRACEMALLOC']!r})); "
+        + CONTROLLER_MAIN
+    )
+
 
 def start_testenv() -> tuple[Path, Path]:
     state = Path(tempfile.mkdtemp(prefix="trainjob-bench-"))
@@ -252,7 +262,7 @@ def measure(
 
 
 def wait_ready(port: int, proc: subprocess.Popen[bytes], log: str) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + (300 if os.environ.get("BENCH_TRACEMALLOC") else 60)
     while True:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
@@ -266,7 +276,7 @@ def wait_ready(port: int, proc: subprocess.Popen[bytes], log: str) -> None:
 def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespace) -> Run:
     metrics_port, health_port = free_port(), free_port()
     cmd = [
-        sys.executable, "-c", "import sys; from trainjob.cli import main; sys.exit(main())",
+        sys.executable, "-c", CONTROLLER_MAIN,
         "controller", "--kubeconfig", kubeconfig, "--no-leader-elect",
         "--workers", str(args.workers), "--bind-host", "127.0.0.1",
         "--metrics-port", str(metrics_port), "--health-port", str(health_port),

@@ -400,17 +400,23 @@ build_component() {
   esac
 }
 
-# CPU seconds (user + system) of the finished child processes: the compilers, mostly.
+# CPU seconds (user + system) of the finished child processes (the compilers, mostly), into
+# CPU_NOW. Not `$(cpu_seconds)`: a command substitution is a forked shell, whose children's times
+# start at zero, so `times` there reads nothing of the builds.
+CPU_NOW=0
 cpu_seconds() {
-  times | tail -1 | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s }'
+  local f="$CP/.times.$$"
+  times >"$f"
+  CPU_NOW=$(tail -1 "$f" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s }')
+  rm -f "$f"
 }
 
 log "cache $CP; go $(go env GOVERSION); components: ${COMPONENTS[*]}"
 for c in "${COMPONENTS[@]}"; do
-  cpu0=$(cpu_seconds)
+  cpu_seconds; cpu0=$CPU_NOW
   with_lock "$c" build_component "$c"
-  cpu=$(( $(cpu_seconds) - cpu0 ))
+  cpu_seconds
   # the CPU time says what a build costs on idle cores (wall time depends on what else runs)
-  if (( cpu > 2 )); then log "  $c: ${cpu}s of CPU"; fi
+  if (( CPU_NOW - cpu0 > 2 )); then log "  $c: $(( CPU_NOW - cpu0 ))s of CPU"; fi
 done
 log "all done in $(( $(now) - TOTAL_START ))s"

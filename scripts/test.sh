@@ -3,9 +3,11 @@
 # and run every test: unit, e2e (real local runs), integration (real kube-apiserver + etcd) and
 # cluster (the whole test cluster of `hack/testenv up --cluster`).
 #
-# The Go builds (the test cluster's binaries, helm and kustomize; cached by version, so a no-op
-# once built, and most of a cold run's time) start first, in the background, one after the other
-# in the order the tests need them, while the Python set-up, lint, types and the fast tests run.
+# The Go builds (the test cluster's binaries, helm and kustomize, upstream's controller; cached by
+# version, so a no-op once built, and most of a cold run's time) start first, in the background,
+# one after the other in the order the test tiers need them (integration: the control plane, helm
+# and kustomize, upstream's controller; cluster: the rest), while the Python set-up, lint, types
+# and the fast tests run.
 # The test fixtures wait for the builds they need (hack/build-control-plane.sh takes a lock per
 # component). Their log: $TRAINJOB_GO_BUILD_LOG (default: a temporary file, printed at the end).
 #
@@ -21,8 +23,8 @@ go_builds() {
   local t0; t0=$(date +%s)
   bash hack/build-control-plane.sh control-plane
   bash hack/build-tools.sh
-  bash hack/build-control-plane.sh cluster
   bash hack/build-upstream-controller.sh
+  bash hack/build-control-plane.sh cluster
   echo "go builds: all done in $(( $(date +%s) - t0 ))s"
 }
 BUILDS_PID=""
@@ -82,7 +84,7 @@ if [[ -n "$BUILDS_PID" ]]; then
   wait "$BUILDS_PID" || builds=$?
   BUILDS_PID=""
   echo "==> Go builds (exit $builds):"
-  grep -E "done in|present|FAILED|all done" "$GO_BUILD_LOG" || true
+  grep -E "done in|of CPU|present|FAILED|all done" "$GO_BUILD_LOG" || true
   if [[ $builds -ne 0 ]]; then tail -40 "$GO_BUILD_LOG"; [[ $status -ne 0 ]] || status=$builds; fi
 fi
 if [[ -n "$IMAGES_PID" ]]; then

@@ -9,7 +9,9 @@ while the first ones run (their fixtures wait for the builds they need).
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,3 +59,12 @@ def golden(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
             pytest.fail(f"plan differs from golden file (run --update-golden if intended):\n{diff}")
 
     return check
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium through Playwright, for the dashboard's browser tests
+    (tests/e2e/dashboard_browser.py; skipped, saying why, where chromium is not installed)."""
+    from tests.e2e import dashboard_browser
+
+    yield from dashboard_browser.launch()

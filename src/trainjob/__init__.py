@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     )
     from trainjob.client.types import (
         BuiltinTrainer,
+        ConfigTrainer,
         CustomTrainer,
         CustomTrainerContainer,
         DataCacheInitializer,
@@ -73,6 +74,8 @@ if TYPE_CHECKING:
         TorchTuneInstructDataset,
         TrainerType,
         TrainJobTemplate,
+        TRLConfig,
+        TRLMethod,
     )
     from trainjob.progress import (
         update_trainjob_status,
@@ -82,6 +85,7 @@ _LAZY: dict[str, str] = {
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
     "BuiltinTrainer": "trainjob.client.types",
+    "ConfigTrainer": "trainjob.client.types",
     "ContainerBackendConfig": "trainjob.client.config",
     "ContainerPatch": "trainjob.client.options",
     "CustomTrainer": "trainjob.client.types",
@@ -117,6 +121,8 @@ _LAZY: dict[str, str] = {
     "S3ModelInitializer": "trainjob.client.types",
     "TorchTuneConfig": "trainjob.client.types",
     "TorchTuneInstructDataset": "trainjob.client.types",
+    "TRLConfig": "trainjob.client.types",
+    "TRLMethod": "trainjob.client.types",
     "TrainJobTemplate": "trainjob.client.types",
     "TrainerArgs": "trainjob.client.options",
     "TrainerClient": "trainjob.client.client",
@@ -135,6 +141,7 @@ __all__ = [
     "ActiveDeadlineSeconds",
     "Annotations",
     "BuiltinTrainer",
+    "ConfigTrainer",
     "ContainerBackendConfig",
     "ContainerPatch",
     "CustomTrainer",
@@ -168,6 +175,8 @@ __all__ = [
     "RuntimeTrainer",
     "S3DatasetInitializer",
     "S3ModelInitializer",
+    "TRLConfig",
+    "TRLMethod",
     "TorchTuneConfig",
     "TorchTuneInstructDataset",
     "TrainJobError",

@@ -31,6 +31,8 @@ EXTRA_OF = {
     "pyarrow": "llm",
     "starlette": "dashboard",
     "uvicorn": "dashboard",
+    "trl": "llm",
+    "datasets": "llm",
 }
 """Module -> the extra that installs it (pyproject.toml's ``[project.optional-dependencies]``)."""
 

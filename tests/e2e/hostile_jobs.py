@@ -33,3 +33,11 @@ if os.environ["INDEX"] == "1" and os.environ.get("FAIL_AFTER"):
 time.sleep(600)
 """
 ROLES = {"pod", "setsid", "daemon", "stopped"}
+
+# POD, whose daemon also clears its environment (``subprocess.Popen(env={...})``, as many tools
+# do): it carries no owner mark, so only what the supervisor saw of it says whose it is.
+CLEARED_POD = POD.replace(
+    'subprocess.Popen(["setsid", sys.executable, "-c", ',
+    'subprocess.Popen(env={"PATH": os.environ["PATH"]}, args=["setsid", sys.executable, "-c", ',
+)
+assert CLEARED_POD != POD

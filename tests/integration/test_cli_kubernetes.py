@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
+RESOURCE = "trainjob.trainer.kubeflow.org"
 
 JOB = """
 apiVersion: trainer.kubeflow.org/v1alpha1
@@ -337,3 +338,72 @@ def test_run_follow_of_a_job_that_fails_before_any_pod_ends_with_the_reason(
         .startswith("error: trainjob.trainer.kubeflow.org/nopods Failed")
     ), stderr
     assert "nopods: Created" in stderr  # progress while no pod exists
+
+
+LABELLED = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: {name}
+  labels:
+    team: {team}
+spec:
+  runtimeRef:
+    name: torch-distributed
+  suspend: {suspend}
+  trainer:
+    numNodes: 1
+    command: [torchrun, train.py]
+"""
+
+
+def test_kubectl_habits_on_the_cluster(
+    control_plane: ControlPlane,
+    kube: Client,
+    controller: Controller,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """``apply -f`` (created, unchanged, configured, refused), ``get -l``, ``--sort-by``,
+    ``--no-headers``, ``-o jsonpath=``, ``get TYPE/NAME``, ``describe runtime`` and ``delete
+    -l|-f|--all`` against a real apiserver: the objects it holds, the server's defaults and
+    all."""
+
+    def ok(*args: str) -> str:
+        out = cli(control_plane, *args, "-n", namespace)
+        assert out.returncode == 0, f"{args}: {out.stderr}"
+        return out.stdout
+
+    files = {}
+    for name, team in (("b", "ml"), ("a", "infra"), ("c", "ml")):
+        files[name] = tmp_path / f"{name}.yaml"
+        files[name].write_text(LABELLED.format(name=name, team=team, suspend="true"))
+        assert ok("apply", "-f", str(files[name])) == f"{RESOURCE}/{name} created\n"
+    assert ok("apply", "-f", str(files["a"])) == f"{RESOURCE}/a unchanged\n"
+    wait_for(lambda: kube.get_or_none(r.JOBSETS, "a", namespace), timeout=30, what="JobSet")
+    files["a"].write_text(LABELLED.format(name="a", team="infra", suspend="false"))
+    assert ok("apply", "-f", str(files["a"])) == f"{RESOURCE}/a configured\n"
+    assert kube.get(r.TRAINJOBS, "a", namespace)["spec"]["suspend"] is False
+    files["a"].write_text(LABELLED.format(name="a", team="infra", suspend="false").replace(
+        "numNodes: 1", "numNodes: 3"))  # fmt: skip
+    refused = cli(control_plane, "apply", "-f", str(files["a"]), "-n", namespace)
+    assert refused.returncode == 1 and "spec.trainer.numNodes: Forbidden" in refused.stderr
+
+    assert ok("get", "jobs", "-l", "team=ml", "-o", "name").split() == [
+        f"{RESOURCE}/b",
+        f"{RESOURCE}/c",
+    ]
+    rows = ok("get", "jobs", "--sort-by", ".metadata.name", "--no-headers").splitlines()
+    assert [row.split()[0] for row in rows] == ["a", "b", "c"]
+    assert ok("get", "jobs", "-o", "jsonpath={.items[*].metadata.labels.team}") == "ml infra ml"
+    assert ok("get", "trainjob/a", "-o", "jsonpath={.spec.suspend}") == "false"
+    one = json.loads(ok("get", "jobs", "-l", "team=infra", "-o", "json"))
+    assert one["kind"] == "List" and [i["metadata"]["name"] for i in one["items"]] == ["a"]
+    assert "MLPolicy:" in ok("describe", "runtime", "torch-distributed")
+
+    assert ok("delete", "-l", "team=infra") == f"{RESOURCE}/a deleted\n"
+    assert ok("delete", "-f", str(files["b"])) == f"{RESOURCE}/b deleted\n"
+    assert ok("delete", "--all") == f"{RESOURCE}/c deleted\n"
+    wait_for(
+        lambda: not kube.list(r.TRAINJOBS, namespace)["items"], timeout=30, what="no TrainJobs"
+    )

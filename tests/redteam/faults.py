@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e import local_jobs as L
-from tests.e2e.hostile_jobs import POD, ROLES
+from tests.e2e.hostile_jobs import CLEARED_POD, POD, ROLES
 from tests.redteam.cases import Case, Failed, Outcome, Verdict, cli, environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,6 +152,25 @@ def killed_supervisor_leaves_nothing(work: Path) -> Outcome:
     return out
 
 
+def killed_supervisor_leaves_no_daemon_without_a_mark(work: Path) -> Outcome:
+    """As above, but the daemons cleared their environment (no owner mark): the supervisor's
+    record of them, not the mark, must say whose they are once it is gone."""
+    ex = _executor(work)
+    ex.submit(L.trainjob("unmarked", CLEARED_POD, nodes=2), cwd=str(work))
+    found = _pids(ex, "unmarked")
+    time.sleep(1.5)  # the supervisor looks at its pods' trees every half second
+    row = ex.store.job("default", "unmarked")
+    os.kill(row.supervisor_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _start_time(row.supervisor_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s = ex.state("unmarked")
+    check(s.phase == "Failed", f"the job is {s.phase} after its supervisor died")
+    out = _survived(found, "its killed supervisor (daemons without the mark)")
+    ex.delete("unmarked")
+    return out
+
+
 # -- class 5: streamed logs ---------------------------------------------------------------------
 
 
@@ -174,6 +193,42 @@ def logs_of_200_mb_stay_small(work: Path) -> Outcome:
     rss_mb = usage.ru_maxrss // 1024
     ex.delete("chatty")
     check(rss_mb < 200, f"trainjob logs took {rss_mb} MB of memory for a 200 MB log")
+    return ok(f"{rss_mb} MB")
+
+
+def followed_endless_line_stays_small(work: Path) -> Outcome:
+    """``logs -f`` of a log that is one 200 MB line (a progress bar redrawn with ``\\r``, never a
+    newline): in bounded memory and time, every byte printed."""
+    ex = _executor(work)
+    ex.submit(L.trainjob("bar", "print('start')"), cwd=str(work))
+    ex.wait("bar", timeout=TIMEOUT)
+    log = ex.log_path("bar")
+    piece = b"\r 42%|####      | 420/1000 [00:42<00:58, 10.00it/s]" + b" " * 46
+    with log.open("ab") as f:
+        for _ in range(2_000_000):  # 200 MB without a newline
+            f.write(piece)
+    size = log.stat().st_size
+    env = {**os.environ, "TRAINJOB_HOME": str(work / "home")}
+    env.pop("TRAINJOB_BACKEND", None)
+    out = work / "followed"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trainjob", "logs", "-f", "bar"], env=env, stdout=sink
+        )
+        deadline = time.monotonic() + 60
+        while not (got := os.wait4(proc.pid, os.WNOHANG))[0] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not got[0]:
+            proc.kill()
+            got = os.wait4(proc.pid, 0)
+        _, status, usage = got
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    ex.delete("bar")
+    check(os.waitstatus_to_exitcode(status) == 0, "trainjob logs -f did not end within 60 s")
+    rss_mb = usage.ru_maxrss // 1024
+    check(rss_mb < 200, f"trainjob logs -f took {rss_mb} MB of memory for a 200 MB line")
+    printed = out.stat().st_size
+    check(printed >= size, f"trainjob logs -f printed {printed} bytes of {size}")
     return ok(f"{rss_mb} MB")
 
 
@@ -751,7 +806,13 @@ FAULTS: list[tuple[str, int, Callable[[Path], Outcome]]] = [
     ("failure-ends-every-process", 1, failure_ends_everything),
     ("suspend-stops-every-process", 1, suspend_stops_everything),
     ("killed-supervisor-leaves-nothing", 1, killed_supervisor_leaves_nothing),
+    (
+        "killed-supervisor-leaves-no-unmarked-daemon",
+        1,
+        killed_supervisor_leaves_no_daemon_without_a_mark,
+    ),
     ("logs-of-200-mb-are-streamed", 5, logs_of_200_mb_stay_small),
+    ("logs-f-of-a-200-mb-line-is-streamed", 5, followed_endless_line_stays_small),
     ("store-truncated", 6, _damaged(lambda db: db.write_bytes(db.read_bytes()[:1500]))),
     ("store-garbled", 6, _damaged(lambda db: db.write_bytes(b"garbage" * 1000))),
     (

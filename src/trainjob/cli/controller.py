@@ -19,18 +19,11 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-import types
 from enum import StrEnum
 from types import FrameType
 from typing import Annotated
 
 import typer
-
-# httpx imports its command-line tool at import time when rich and click are installed, and with
-# them rich, click and pygments: about 4 MiB of the controller's memory for a tool it never runs.
-# An empty stand-in makes that import fail as though they were absent (httpx then defines a stub).
-if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", types.ModuleType("httpx._main"))
 
 from trainjob.cli import app
 from trainjob.controller.manager import Manager, Options, default_leader_election_namespace

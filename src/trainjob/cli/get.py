@@ -368,6 +368,9 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
     logs = ex.log_location(name, namespace)
     if logs:
         field("Logs", logs)
+    kept = ex.outputs(name, namespace)
+    for i, o in enumerate(kept):  # kept after delete: describe says where
+        field("Output" if i == 0 else "", f"{o.location}  ({o.description})")
     print_section(
         "Events",
         ("Type", "Reason", "Age", "From", "Message"),

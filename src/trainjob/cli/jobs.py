@@ -209,8 +209,11 @@ def run_command(
     for tj, where in zip(trainjobs, dirs, strict=True):
         name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)
         if replace and name and ex.exists(name, ns):
+            note = kept_note(ex, name, ns)
             ex.delete(name, ns)
             out.print(f"{RESOURCE}/{name} deleted")
+            if note:
+                err.print(note, markup=False)
             try:
                 ex.wait_gone(name, ns)
             except TimeoutError as e:
@@ -374,10 +377,11 @@ def resume_command(names: list[str], namespace: Namespace = None) -> None:
 
 def _selected(
     ex: Executor, names: list[str], ns: str, everything: bool, files: list[str] | None,
-    selector: str | None,
+    selector: str | None, given: str | None = None,
 ) -> list[tuple[str, str]]:  # fmt: skip
-    """(namespace, name) of the jobs ``delete`` acts on: the names, the TrainJobs of ``-f`` files,
-    every job of the namespace (``--all``), or those ``-l`` selects."""
+    """(namespace, name) of the jobs ``delete`` acts on: the names, the TrainJobs of ``-f`` files
+    (in ``-n``'s namespace, ``given``, as ``run -f`` puts them), every job of the namespace
+    (``--all``), or those ``-l`` selects."""
     ways = sum([bool(names), everything, bool(files), bool(selector) and not everything])
     if ways != 1:
         raise TrainJobError(
@@ -385,7 +389,7 @@ def _selected(
             "is -l)"
         )
     if files:
-        found = planning.read_inputs(files)
+        found = planning.read_inputs(files, given)
         if found.errors:
             raise ErrorList(list(found.errors))
         return [
@@ -397,6 +401,16 @@ def _selected(
     from trainjob.cli.get import select
 
     return [(s.namespace, s.name) for s in select(ex.states(ns, pods=False), selector, None)]
+
+
+def kept_note(ex: Executor, name: str, namespace: str) -> str:
+    """``outputs kept in PATH (trainjob delete --purge removes them)`` for a job with outputs,
+    else ``""``; said on stderr when a job is deleted, so nobody wonders where they went."""
+    kept = ex.outputs(name, namespace)
+    if not kept:
+        return ""
+    where = ", ".join(o.location for o in kept if o.name != "output_dir") or kept[0].location
+    return f"{RESOURCE}/{name}: outputs kept in {where} (delete --purge removes them)"
 
 
 @app.command("delete")
@@ -416,22 +430,39 @@ def delete_command(
         str | None,
         typer.Option("--selector", "-l", metavar="SELECTOR", help="Jobs whose labels match."),
     ] = None,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Also remove the jobs' outputs (the volumes they keep: the LLM trainer's "
+            "output_dir, checkpoints, downloads), saying what is removed.",
+        ),
+    ] = False,
 ) -> None:
-    """Delete TrainJobs: stop their processes, remove their logs and workspace."""
+    """Delete TrainJobs and their logs; their outputs stay (see describe) unless --purge."""
     ex = executor()
     ns = namespace_of(ex, namespace)
-    targets = _selected(ex, list(names or ()), ns, all_, filename, selector)
+    targets = _selected(ex, list(names or ()), ns, all_, filename, selector, namespace)
     if not targets:
         err.print("No resources found")
         return
     missing = []
     for job_ns, name in targets:
+        note = ""
         try:
-            ex.delete(name, job_ns)
+            if purge:
+                for o in ex.outputs(name, job_ns):
+                    if o.name != "output_dir":
+                        err.print(f"removing {o.location} ({o.description})", markup=False)
+            else:
+                note = kept_note(ex, name, job_ns)
+            ex.delete(name, job_ns, purge=purge)
         except NotFoundError as e:
             missing.append(e)  # as kubectl: the others are deleted, then the error, exit 1
             continue
         out.print(f"{RESOURCE}/{name} deleted")
+        if note:
+            err.print(note, markup=False)
     if missing:
         raise ErrorList(list(missing))
 

@@ -222,9 +222,11 @@ def or_none(*values: str | None) -> list[str]:
 
 
 def field(label: str, value: object) -> None:
-    """A describe line: ``Label:`` padded to the values' column, then the value."""
+    """A describe line: ``Label:`` padded to the values' column, then the value (an empty
+    label: a further value of the line above)."""
+    head = f"{label + ':':<12}" if label else " " * 12
     # messages quote logs: their words verbatim, but no terminal escapes or control characters
-    sys.stdout.write(f"{label + ':':<12}{text.clean(str(value))}\n")
+    sys.stdout.write(f"{head}{text.clean(str(value))}\n")
 
 
 def print_section(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> None:

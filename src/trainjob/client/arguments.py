@@ -123,10 +123,21 @@ def trainer(value: Any) -> None:
             raise TypeError(
                 f"CustomTrainerContainer image must be a string, got {_got(value.image)}"
             )
-    elif isinstance(value, types.BuiltinTrainer):
+    elif isinstance(value, types.BuiltinTrainer | types.ConfigTrainer):
+        what = type(value).__name__
         config = value.config
+        if isinstance(value, types.ConfigTrainer):
+            _optional_int(value.num_nodes, f"{what} num_nodes", minimum=0)
+            resources(value.resources_per_node, f"{what} resources_per_node")
+            if value.image is not None and not isinstance(value.image, str):
+                raise TypeError(f"{what} image must be a string, got {_got(value.image)}")
+        if isinstance(config, types.TRLConfig):
+            trl_config(config)
+            return
         if not isinstance(config, types.TorchTuneConfig):
-            raise TypeError(f"BuiltinTrainer config must be a TorchTuneConfig, got {_got(config)}")
+            raise TypeError(
+                f"{what} config must be a TorchTuneConfig or TRLConfig, got {_got(config)}"
+            )
         for fld in ("batch_size", "epochs"):
             _optional_int(getattr(config, fld), f"TorchTuneConfig {fld}")
         # 0 nodes leave the runtime's number, as upstream's ``if num_nodes:`` does
@@ -139,8 +150,8 @@ def trainer(value: Any) -> None:
         return
     else:
         raise TypeError(
-            "trainer must be a CustomTrainer, CustomTrainerContainer or BuiltinTrainer, got "
-            f"{_got(value)}"
+            "trainer must be a CustomTrainer, CustomTrainerContainer, BuiltinTrainer or "
+            f"ConfigTrainer, got {_got(value)}"
         )
     what = type(value).__name__
     _optional_int(value.num_nodes, f"{what} num_nodes", minimum=0)  # 0: the runtime's number
@@ -202,3 +213,28 @@ def runtime_filter(value: Any) -> None:
         raise TypeError(
             f"runtime must be a Runtime (from get_runtime or list_runtimes), got {_got(value)}"
         )
+
+
+def trl_config(config: types.TRLConfig) -> None:
+    """The types of a TRLConfig's fields (what each renders as a ``trl`` flag)."""
+    for fld in ("model_name_or_path", "dataset_name"):
+        value = getattr(config, fld)
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"TRLConfig {fld} must be a non-empty string, got {_got(value)}")
+    for fld in ("per_device_train_batch_size", "num_train_epochs", "lora_r", "lora_alpha"):
+        _optional_int(getattr(config, fld), f"TRLConfig {fld}")
+    _optional_int(config.num_generations, "TRLConfig num_generations")
+    _optional_int(config.max_prompt_length, "TRLConfig max_prompt_length")
+    _optional_int(config.num_nodes, "TRLConfig num_nodes", minimum=0)
+    for fld in ("learning_rate", "beta"):
+        value = getattr(config, fld)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise TypeError(f"TRLConfig {fld} must be a number, got {_got(value)}")
+    for fld in ("bf16", "use_peft"):
+        value = getattr(config, fld)
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"TRLConfig {fld} must be True or False, got {_got(value)}")
+    _string_list(config.lora_target_modules, "TRLConfig lora_target_modules")
+    _string_list(config.reward_funcs, "TRLConfig reward_funcs")
+    _string_list(config.extra_args, "TRLConfig extra_args")
+    resources(config.resources_per_node, "TRLConfig resources_per_node")

@@ -393,22 +393,74 @@ def dataset_args(ds: types.TorchTuneInstructDataset) -> list[str]:
     return args
 
 
+# ---------------------------------------------------------------------------------------------
+# TRLConfig
+
+
+def _fetched_by(uri: str, name: str) -> bool:
+    """Whether ``name`` (a TRLConfig model or dataset) is what the initializer at ``uri``
+    fetches: the URI itself, or the Hub name of an ``hf://`` URI."""
+    if name == uri:
+        return True
+    return uri.startswith("hf://") and name.strip("/") == uri[len("hf://") :].strip("/")
+
+
+def trl_args(config: types.TRLConfig, initializer: types.Initializer | None = None) -> list[str]:
+    """``[<method>, --flag, value, ...]`` for the ``trl`` command: the config's flags, with the
+    initializers' copies (``/workspace/model``, ``/workspace/dataset``) in place of what they
+    fetched, and ``--output_dir /workspace/output`` (the runtime's volume) unless set."""
+    model, dataset = config.model_name_or_path, config.dataset_name
+    init_model = initializer.model if initializer is not None else None
+    init_dataset = initializer.dataset if initializer is not None else None
+    if init_model is not None and _fetched_by(init_model.storage_uri, model):
+        model = c.MODEL_PATH
+    if init_dataset is not None and _fetched_by(init_dataset.storage_uri, dataset):
+        dataset = c.DATASET_PATH
+    args = dataclasses.replace(config, model_name_or_path=model, dataset_name=dataset).to_args()
+    extra = config.extra_args or []
+    if not any(a == "--output_dir" or a.startswith("--output_dir=") for a in extra):
+        args += ["--output_dir", c.OUTPUT_PATH]
+    return args
+
+
+def framework_of(config: Any) -> str:
+    """The runtime framework label a BuiltinTrainer/ConfigTrainer config is for."""
+    return c.TRL if isinstance(config, types.TRLConfig) else c.TORCH_TUNE
+
+
 def builtin_trainer(
     runtime: types.Runtime,
-    trainer: types.BuiltinTrainer,
+    trainer: types.BuiltinTrainer | types.ConfigTrainer,
     initializer: types.Initializer | None = None,
 ) -> dict[str, Any]:
-    """``spec.trainer`` for a BuiltinTrainer: the runtime's command plus config overrides."""
+    """``spec.trainer`` for a BuiltinTrainer or ConfigTrainer: TorchTune's runtime command plus
+    config overrides, or ``trl`` with the TRLConfig's flags."""
     config = trainer.config
-    if not isinstance(config, types.TorchTuneConfig):
+    if not isinstance(config, types.TorchTuneConfig | types.TRLConfig):
         raise ValueError(f"The BuiltinTrainer config is invalid: {config}")
+    framework = framework_of(config)
+    if runtime.trainer.framework != framework:
+        raise ValueError(
+            f"{type(config).__name__} supports frameworks ('{framework}',), but runtime "
+            f"'{runtime.name}' has framework '{runtime.trainer.framework}'"
+        )
+    nodes, resources = config.num_nodes, config.resources_per_node
     out: dict[str, Any] = {}
-    if (nodes := _num_nodes(config.num_nodes)) is not None:
-        out["numNodes"] = nodes
-    if config.resources_per_node:
-        out["resourcesPerNode"] = runtimes.resources_per_node(config.resources_per_node)
-    out["command"] = list(runtime.trainer.command)
-    out["args"] = torchtune_args(config, initializer)
+    if isinstance(trainer, types.ConfigTrainer):
+        nodes = trainer.num_nodes if trainer.num_nodes is not None else nodes
+        resources = trainer.resources_per_node or resources
+        if trainer.image:
+            out["image"] = trainer.image
+    if (count := _num_nodes(nodes)) is not None:
+        out["numNodes"] = count
+    if resources:
+        out["resourcesPerNode"] = runtimes.resources_per_node(resources)
+    if isinstance(config, types.TRLConfig):
+        out["command"] = list(c.TRL_COMMAND)
+        out["args"] = trl_args(config, initializer)
+    else:
+        out["command"] = list(runtime.trainer.command)
+        out["args"] = torchtune_args(config, initializer)
     return out
 
 
@@ -492,16 +544,16 @@ def trainer_spec(
                 f"a {runtime.trainer.trainer_type.value} ({runtime.trainer.framework})"
             )
         return custom_trainer(runtime, trainer, venv)
-    if isinstance(trainer, types.BuiltinTrainer):
+    if isinstance(trainer, types.BuiltinTrainer | types.ConfigTrainer):
         if runtime.trainer.trainer_type != types.TrainerType.BUILTIN_TRAINER:
             raise ValueError(
-                f"BuiltinTrainer can't be used with {runtime.name} runtime: it runs a "
+                f"{type(trainer).__name__} can't be used with {runtime.name} runtime: it runs a "
                 f"{runtime.trainer.trainer_type.value} ({runtime.trainer.framework})"
             )
         return builtin_trainer(runtime, trainer, initializer)
     raise ValueError(
         f"The trainer type {type(trainer)} is not supported. "
-        "Please use CustomTrainer, CustomTrainerContainer or BuiltinTrainer."
+        "Please use CustomTrainer, CustomTrainerContainer, BuiltinTrainer or ConfigTrainer."
     )
 
 

@@ -125,10 +125,11 @@ class TrainerClient:
 
         Parameters:
             runtime: (optional) A Runtime or runtime name; default ``torch-distributed``
-                (``$DEFAULT_TRAINING_RUNTIME``).
+                (``$DEFAULT_TRAINING_RUNTIME``), or for a ConfigTrainer or a TRLConfig the one
+                runtime labelled with its framework (KEP-626).
             initializer: (optional) Dataset and model initializers.
-            trainer: (optional) CustomTrainer, CustomTrainerContainer or BuiltinTrainer;
-                without one the runtime runs as it is.
+            trainer: (optional) CustomTrainer, CustomTrainerContainer, BuiltinTrainer or
+                ConfigTrainer; without one the runtime runs as it is.
             options: (optional) Options such as ``Name``, ``Labels``, ``RuntimePatch``.
 
         Raises:
@@ -137,8 +138,28 @@ class TrainerClient:
             RuntimeError: the TrainJob could not be created.
         """
         arguments.train(runtime, initializer, trainer, options)
+        if runtime is None and (
+            isinstance(trainer, types.ConfigTrainer)
+            or (
+                isinstance(trainer, types.BuiltinTrainer)
+                and isinstance(trainer.config, types.TRLConfig)
+            )
+        ):
+            runtime = self._runtime_for(trainer)
         return self.backend.train(
             runtime=runtime, initializer=initializer, trainer=trainer, options=options
+        )
+
+    def _runtime_for(self, trainer: types.BuiltinTrainer | types.ConfigTrainer) -> types.Runtime:
+        """The one runtime whose framework label is the trainer's config's (KEP-626)."""
+        framework = c.TRL if isinstance(trainer.config, types.TRLConfig) else c.TORCH_TUNE
+        found = [r for r in self.list_runtimes() if r.trainer.framework == framework]
+        if len(found) == 1:
+            return found[0]
+        names = ", ".join(sorted(r.name for r in found)) or "none"
+        raise ValueError(
+            f"{type(trainer.config).__name__} needs a runtime with framework '{framework}'; "
+            f"{'several match' if found else 'none is installed'} ({names}): pass runtime=..."
         )
 
     def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
@@ -203,7 +224,11 @@ class TrainerClient:
                 callbacks=[progress, *(callbacks or ())] if progress else list(callbacks or ()),
             )
 
-    def delete_job(self, name: str) -> None:
-        """Delete the TrainJob, its processes or pods, and its logs."""
+    def delete_job(self, name: str, purge: bool = False) -> None:
+        """Delete the TrainJob, its processes or pods, and its logs. Its outputs (``get_job(name).
+        outputs``: the LLM trainer's output_dir, checkpoints, the initializers' downloads) stay
+        unless ``purge``, which removes them and logs what it removes."""
         arguments.name(name)
-        return self.backend.delete_job(name=name)
+        if not isinstance(purge, bool):
+            raise TypeError(f"purge must be a bool, not {type(purge).__name__}")
+        return self.backend.delete_job(name=name, purge=purge)

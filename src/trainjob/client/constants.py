@@ -67,6 +67,8 @@ INITIALIZER_DEFAULT_IGNORE_PATTERNS = ["*.msgpack", "*.h5", "*.bin", "*.pt", "*.
 WORKSPACE_PATH = "/workspace"
 DATASET_PATH = api.DATASET_MOUNT_PATH
 MODEL_PATH = api.MODEL_MOUNT_PATH
+OUTPUT_PATH = "/workspace/output"
+"""Where the LLM runtimes' trainers write the model (on the initializers' volume)."""
 
 TORCH_ENV_NUM_PROC_PER_NODE = api.TORCH_ENV_NUM_PROC_PER_NODE
 
@@ -74,6 +76,8 @@ TORCH_ENV_NUM_PROC_PER_NODE = api.TORCH_ENV_NUM_PROC_PER_NODE
 TORCH_TUNE = "torchtune"
 TORCH_TUNE_COMMAND = ("tune", "run")
 TORCH_TUNE_INSTRUCT_DATASET = "torchtune.datasets.instruct_dataset"
+TRL = "trl"
+TRL_COMMAND = ("trl",)
 MPI_HOSTFILE = "/etc/mpi/hostfile"
 DEFAULT_MPI_USER_HOME = os.getenv("DEFAULT_MPI_USER_HOME", "/home/mpiuser")
 

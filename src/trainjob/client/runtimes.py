@@ -110,7 +110,7 @@ def runtime_from_cr(obj: dict[str, Any]) -> types.Runtime:
     trainer = types.RuntimeTrainer(
         trainer_type=(
             types.TrainerType.BUILTIN_TRAINER
-            if framework == c.TORCH_TUNE
+            if framework in (c.TORCH_TUNE, c.TRL)
             else types.TrainerType.CUSTOM_TRAINER
         ),
         framework=framework,
@@ -129,6 +129,8 @@ def runtime_from_cr(obj: dict[str, Any]) -> types.Runtime:
         trainer.num_nodes = num_nodes
     if framework == c.TORCH_TUNE:
         trainer.set_command(c.TORCH_TUNE_COMMAND)
+    elif framework == c.TRL:
+        trainer.set_command(c.TRL_COMMAND)
     elif policy.get("torch") is not None:
         trainer.set_command(TORCH_COMMAND)
     elif policy.get("mpi") is not None:

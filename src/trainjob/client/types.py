@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 from trainjob.client import constants
@@ -186,18 +186,150 @@ class TorchTuneConfig:
     overrides: list[str] | None = None
 
 
+class TRLMethod(Enum):
+    """A TRL post-training method; the value is the ``trl`` subcommand (KEP-626)."""
+
+    SFT = "sft"
+    DPO = "dpo"
+    GRPO = "grpo"
+
+
+@dataclass
+class TRLConfig:
+    """Hugging Face TRL post-training (KEP-626's ``TRLConfig``): rendered as
+    ``trl <method> --flag value ...`` for a runtime labelled ``trainer.kubeflow.org/framework:
+    trl`` (trainjob's ``trl-distributed``).
+
+    Args:
+        method: SFT, DPO or GRPO (trainjob's trainer runs SFT and DPO).
+        model_name_or_path: The model: a Hub name or a path. When it names what the model
+            initializer fetches (``hf://<name>``, or the same URI), the initializer's copy in
+            ``/workspace/model`` is trained.
+        dataset_name: The dataset, likewise (``/workspace/dataset`` for the initializer's copy).
+        learning_rate, per_device_train_batch_size, num_train_epochs, bf16: TRL's flags.
+        use_peft, lora_r, lora_alpha, lora_target_modules: LoRA through peft.
+        beta, max_prompt_length: DPO only.
+        reward_funcs, num_generations: GRPO only (reward_funcs required for GRPO).
+        extra_args: Any other flags of the TRL script, e.g. ``["--gradient_accumulation_steps",
+            "4", "--max_length", "512"]``; they follow the TRL version of the runtime.
+
+    trainjob adds (not rendered as flags, as ``TorchTuneConfig`` has them):
+        num_nodes: Number of training nodes.
+        resources_per_node: Resources of each node.
+
+    Raises:
+        ValueError: a field set that does not apply to the method, or GRPO without reward_funcs.
+    """
+
+    framework: ClassVar[str] = "trl"
+    command: ClassVar[tuple[str, ...]] = ("trl",)
+
+    method: TRLMethod
+    model_name_or_path: str
+    dataset_name: str
+
+    learning_rate: float | None = None
+    per_device_train_batch_size: int | None = None
+    num_train_epochs: int | None = None
+    bf16: bool | None = None
+    use_peft: bool | None = None
+    lora_r: int | None = None
+    lora_alpha: int | None = None
+    lora_target_modules: list[str] | None = None
+
+    beta: float | None = None
+    max_prompt_length: int | None = None
+    reward_funcs: list[str] | None = None
+    num_generations: int | None = None
+
+    extra_args: list[str] | None = None
+
+    num_nodes: int | None = None
+    resources_per_node: dict[str, Any] | None = None
+
+    _METHOD_SCOPED_FIELDS: ClassVar[dict[str, frozenset[str]]] = {
+        "beta": frozenset({"dpo"}),
+        "max_prompt_length": frozenset({"dpo"}),
+        "reward_funcs": frozenset({"grpo"}),
+        "num_generations": frozenset({"grpo"}),
+    }
+    _NOT_FLAGS: ClassVar[frozenset[str]] = frozenset(
+        {"method", "extra_args", "num_nodes", "resources_per_node"}
+    )
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.method, TRLMethod):
+            try:
+                self.method = TRLMethod(self.method)
+            except ValueError:
+                raise ValueError(
+                    f"method must be one of {', '.join(m.value for m in TRLMethod)}, "
+                    f"got {self.method!r}"
+                ) from None
+        for name, methods in self._METHOD_SCOPED_FIELDS.items():
+            if getattr(self, name) is not None and self.method.value not in methods:
+                raise ValueError(
+                    f"'{name}' applies to {sorted(methods)}, not method={self.method.value}"
+                )
+        if self.method is TRLMethod.GRPO and not self.reward_funcs:
+            raise ValueError("method=grpo requires at least one entry in 'reward_funcs'")
+
+    def to_args(self) -> list[str]:
+        """``[<method>, --flag, value, ...]`` for the ``trl`` command: True is a bare flag,
+        a list follows its flag item by item, ``extra_args`` come last as given."""
+        import dataclasses
+
+        args: list[str] = [self.method.value]
+        for f in dataclasses.fields(self):
+            if f.name in self._NOT_FLAGS:
+                continue
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if value is True:
+                args.append(f"--{f.name}")
+            elif isinstance(value, list):
+                args.append(f"--{f.name}")
+                args.extend(str(item) for item in value)
+            else:
+                args += [f"--{f.name}", str(value)]
+        if self.extra_args:
+            args.extend(self.extra_args)
+        return args
+
+
 @dataclass
 class BuiltinTrainer:
     """A trainer whose training logic is built into the runtime; only parameters are given.
 
     Args:
-        config: The configuration of the built-in trainer.
+        config: The configuration of the built-in trainer: ``TorchTuneConfig`` (a ``torchtune``
+            runtime) or ``TRLConfig`` (a ``trl`` runtime).
     """
 
-    config: TorchTuneConfig
+    config: TorchTuneConfig | TRLConfig
 
 
-AnyTrainer = CustomTrainer | CustomTrainerContainer | BuiltinTrainer
+@dataclass(kw_only=True)
+class ConfigTrainer:
+    """KEP-626's config-driven trainer: a ``TRLConfig`` (or ``TorchTuneConfig``) plus the
+    nodes it runs on. Without a runtime, ``train()`` picks the one runtime whose framework
+    label is the config's.
+
+    Args:
+        config: What to train.
+        num_nodes: Number of training nodes (default: the config's, else the runtime's).
+        resources_per_node: Resources of each node.
+        image: The trainer image (default: the runtime's).
+    """
+
+    config: TorchTuneConfig | TRLConfig
+    num_nodes: int | None = None
+    resources_per_node: dict[str, Any] | None = None
+    image: str | None = None
+
+
+AnyTrainer = CustomTrainer | CustomTrainerContainer | BuiltinTrainer | ConfigTrainer
 """What ``TrainerClient.train(trainer=...)`` takes."""
 
 
@@ -265,7 +397,12 @@ class Step:
 
 @dataclass
 class TrainJob:
-    """A TrainJob as the SDK reports it; ``status`` is Created, Running, Complete or Failed."""
+    """A TrainJob as the SDK reports it; ``status`` is Created, Running, Complete or Failed.
+
+    ``outputs`` (filled by ``get_job``): what the job produced that outlives it, name ->
+    location: ``output_dir`` (the trainer's) and each kept volume, a directory on this machine
+    or ``persistentvolumeclaim/NAME`` on a cluster; ``delete_job(name, purge=True)`` removes them.
+    """
 
     name: str
     runtime: Runtime
@@ -273,6 +410,7 @@ class TrainJob:
     num_nodes: int
     creation_timestamp: datetime
     status: str = constants.UNKNOWN
+    outputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

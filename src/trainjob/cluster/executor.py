@@ -20,6 +20,7 @@ TrainJob; what the cluster still refuses comes back as the apiserver's error
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -35,7 +36,7 @@ from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.steps import step_name
 from trainjob.kube import resources as r
-from trainjob.kube.errors import NotFound
+from trainjob.kube.errors import Forbidden, NotFound
 
 if TYPE_CHECKING:
     from trainjob.kube import Client
@@ -303,8 +304,35 @@ class KubernetesExecutor(Executor):
         patched = self.kube.patch(r.TRAINJOBS, name, {"spec": {"suspend": value}}, namespace)
         return _trainjob(patched)
 
-    def delete(self, name: str, namespace: str) -> None:
+    def delete(self, name: str, namespace: str, *, purge: bool = False) -> None:
+        """Delete the TrainJob (its JobSet and pods follow by owner); the PVCs its JobSet's
+        volumeClaimPolicies made stay (JobSet's Retain) unless ``purge``."""
+        kept = self.outputs(name, namespace) if purge else ()
         self.kube.delete(r.TRAINJOBS, name, namespace)
+        for out in kept:
+            with contextlib.suppress(NotFound):
+                self.kube.delete(r.PERSISTENT_VOLUME_CLAIMS, out.name, namespace)
+
+    def outputs(self, name: str, namespace: str) -> tuple[st.Output, ...]:
+        """The PVCs JobSet made for the job's JobSet (label ``jobset.sigs.k8s.io/jobset-name``):
+        they outlive it, as JobSet's ``retentionPolicy.whenDeleted`` Retain has them."""
+        try:
+            items, _ = self.kube.list_all(
+                r.PERSISTENT_VOLUME_CLAIMS,
+                namespace,
+                label_selector=f"{js.LABEL_JOBSET_NAME}={name}",
+            )
+        except (Forbidden, NotFound) as e:  # not allowed to list PVCs: nothing known
+            log.debug("PVCs of %s/%s not listed: %s", namespace, name, e)
+            return ()
+        return tuple(
+            st.Output(
+                str(obj["metadata"]["name"]),
+                f"persistentvolumeclaim/{obj['metadata']['name']}",
+                f"PVC of JobSet {name}",
+            )
+            for obj in sorted(items, key=lambda o: str(o["metadata"]["name"]))
+        )
 
     # -- runtimes -------------------------------------------------------------------------------
 

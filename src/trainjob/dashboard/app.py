@@ -23,15 +23,24 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -50,6 +59,15 @@ STATIC = Path(__file__).parent / "static"
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
+@dataclass(frozen=True)
+class Listing:
+    """One read of every job's row: when (monotonic), the rows, their JSON."""
+
+    at: float
+    rows: list[dict[str, Any]]
+    body: str
+
+
 class Dashboard:
     """The app's state: the executors, how often streams look again, what the pages say."""
 
@@ -58,16 +76,44 @@ class Dashboard:
         self.poll = poll
         self.backend = self.executors.first.backend
         self.keeps_history = self.executors.first.keeps_metric_history
+        self._listings: dict[str | None, Listing] = {}
+        self._locks: dict[str | None, asyncio.Lock] = {}
 
     # -- jobs -----------------------------------------------------------------------------------
 
-    def _rows(self, ex: Executor, namespace: str | None) -> list[dict[str, Any]]:
-        return [views.job_row(s) for s in ex.states(namespace, pods=False)]
+    async def listing(self, namespace: str | None) -> Listing:
+        """The jobs' rows, read at most :attr:`poll` seconds ago: one read of the executor per
+        interval however many pages and streams ask (concurrent askers wait for the same
+        read), its JSON made once."""
+        lock = self._locks.setdefault(namespace, asyncio.Lock())
+        async with lock:
+            hit = self._listings.get(namespace)
+            if hit is not None and time.monotonic() - hit.at < self.poll:
+                return hit
 
-    async def jobs(self, request: Request) -> JSONResponse:
+            def read(ex: Executor) -> Listing:
+                try:
+                    states = ex.states(namespace, pods=False)
+                except ForbiddenError:
+                    if namespace is not None:
+                        raise
+                    # Credentials that may not list every namespace: the context's own.
+                    states = ex.states(ex.default_namespace, pods=False)
+                rows = [views.job_row(s) for s in states]
+                body = json.dumps(rows, separators=(",", ":"))
+                return Listing(time.monotonic(), rows, body)
+
+            listing = await self.executors.call(read)
+            self._listings[namespace] = listing
+            return listing
+
+    def _head(self) -> str:
+        return f'{{"backend":{json.dumps(self.backend)},"now":"{times.now()}","jobs":'
+
+    async def jobs(self, request: Request) -> Response:
         ns = request.query_params.get("namespace") or None
-        rows = await self.executors.call(lambda ex: self._rows(ex, ns))
-        return JSONResponse({"backend": self.backend, "now": times.now(), "jobs": rows})
+        listing = await self.listing(ns)
+        return Response(self._head() + listing.body + "}", media_type="application/json")
 
     async def jobs_stream(self, request: Request) -> StreamingResponse:
         ns = request.query_params.get("namespace") or None
@@ -77,12 +123,10 @@ class Dashboard:
             first = True
             quiet = 0.0
             while True:
-                rows = await self.executors.call(lambda ex: self._rows(ex, ns))
-                now = {(r["namespace"], r["name"]): r for r in rows}
+                listing = await self.listing(ns)
+                now = {(r["namespace"], r["name"]): r for r in listing.rows}
                 if first:
-                    yield event(
-                        "snapshot", {"backend": self.backend, "now": times.now(), "jobs": rows}
-                    )
+                    yield f"event: snapshot\ndata: {self._head()}{listing.body}}}\n\n"
                     first = False
                 else:
                     changed = [r for k, r in now.items() if last.get(k) != r]
@@ -107,7 +151,7 @@ class Dashboard:
             s,
             ex.events(name, ns),
             log_location=ex.log_location(name, ns),
-            output_location=_output_location(s.trainjob),
+            outputs=ex.outputs(name, ns),
         )
 
     async def job(self, request: Request) -> JSONResponse:
@@ -247,6 +291,7 @@ class Dashboard:
                 ex.resume(name, ns)
 
         await self.executors.call(act)
+        self._listings.clear()  # the next look shows it
         done = {"suspend": "suspended", "resume": "resumed", "delete": "deleted"}[verb]
         return JSONResponse({"message": f"{_resource(name)} {done}"})
 
@@ -306,17 +351,6 @@ def _job_key(request: Request) -> tuple[str, str]:
 
 def _resource(name: str) -> str:
     return f"trainjob.{c.GROUP}/{name}"
-
-
-def _output_location(trainjob: Any) -> str | None:
-    """Where the job's outputs are kept, when the executor says (``status`` or an annotation
-    of the lifecycle work; None until one does)."""
-    status = trainjob.get("status") or {}
-    for key in ("outputLocation", "output"):
-        value = status.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:

@@ -13,22 +13,19 @@ from typing import Any
 
 from trainjob.api import constants as c
 from trainjob.api.trainer import Runtime
-from trainjob.executor.model import Event, JobState, MetricSample, PodState, trainer_status_sample
+from trainjob.executor.model import (
+    Event,
+    JobState,
+    MetricSample,
+    Output,
+    PodState,
+    trainer_status_sample,
+)
 from trainjob.executor.steps import step_name
 
 LOSS_NAMES = ("loss", "train_loss", "train/loss", "training_loss")
 """The metric names read as "the loss" for the Jobs table, in this order (the LLM trainer and
 transformers' Kubeflow callback report ``loss``; other loops spell it otherwise)."""
-
-
-def latest_loss(sample: MetricSample | None) -> str | None:
-    """The job's latest reported loss, as it reported it (a string), or None."""
-    if sample is None:
-        return None
-    for name in LOSS_NAMES:
-        if name in sample.metrics:
-            return sample.metrics[name]
-    return None
 
 
 def progress(trainjob: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -45,18 +42,28 @@ def progress(trainjob: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def job_row(s: JobState) -> dict[str, Any]:
-    """One row of the Jobs table (what ``trainjob get jobs -o wide`` prints, and progress)."""
-    sample = trainer_status_sample(s.trainjob)
+    """One row of the Jobs table (what ``trainjob get jobs -o wide`` prints, and progress).
+    Read straight from the TrainJob's dict: a listing makes a thousand of these."""
+    tj = s.trainjob
+    spec = tj.get("spec") or {}
+    ts = (tj.get("status") or {}).get("trainerStatus") or {}
+    loss = None
+    if ts:
+        metrics = {
+            m.get("name"): m.get("value") for m in ts.get("metrics") or () if isinstance(m, dict)
+        }
+        loss = next((str(metrics[n]) for n in LOSS_NAMES if n in metrics), None)
+    nodes = (spec.get("trainer") or {}).get("numNodes")
     return {
         "namespace": s.namespace,
         "name": s.name,
-        "runtime": s.runtime_name,
+        "runtime": str((spec.get("runtimeRef") or {}).get("name") or ""),
         "phase": s.phase,
         "reason": s.reason,
-        "progress": sample.progress_percentage if sample else None,
-        "eta": sample.estimated_remaining_seconds if sample else None,
-        "loss": latest_loss(sample),
-        "nodes": s.num_nodes,
+        "progress": ts.get("progressPercentage"),
+        "eta": ts.get("estimatedRemainingSeconds"),
+        "loss": loss,
+        "nodes": int(nodes) if nodes is not None else None,
         "restarts": s.restarts,
         "created": s.created,
         "started": s.started,
@@ -94,7 +101,7 @@ def job_detail(
     events: Iterable[Event],
     *,
     log_location: str | None = None,
-    output_location: str | None = None,
+    outputs: Iterable[Output] = (),
 ) -> dict[str, Any]:
     """A job's page: its row, conditions, replicated jobs, steps (pods), events, progress."""
     status = s.trainjob.get("status") or {}
@@ -124,7 +131,9 @@ def job_detail(
         "pods": [pod_row(p) for p in s.pods],
         "events": [event_row(e) for e in events],
         "logLocation": log_location,
-        "outputLocation": output_location,
+        "outputs": [
+            {"name": o.name, "location": o.location, "description": o.description} for o in outputs
+        ],
     }
 
 

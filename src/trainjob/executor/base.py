@@ -23,7 +23,14 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from trainjob.executor import model
-from trainjob.executor.model import Event, JobFailedError, JobState, MetricSample, PodState
+from trainjob.executor.model import (
+    Event,
+    JobFailedError,
+    JobState,
+    MetricSample,
+    Output,
+    PodState,
+)
 
 if TYPE_CHECKING:
     from trainjob.api.trainer import Runtime, TrainJob
@@ -120,8 +127,9 @@ class Executor(abc.ABC):
         """Clear ``spec.suspend``: the pods start again."""
 
     @abc.abstractmethod
-    def delete(self, name: str, namespace: str) -> None:
-        """Stop the job's pods and remove the job."""
+    def delete(self, name: str, namespace: str, *, purge: bool = False) -> None:
+        """Stop the job's pods and remove the job; its outputs (``outputs``) stay unless
+        ``purge``."""
 
     def metric_history(self, name: str, namespace: str, *, since: int = 0) -> list[MetricSample]:
         """The job's progress reports, oldest first, without the first ``since`` (a follower
@@ -136,6 +144,11 @@ class Executor(abc.ABC):
     def log_location(self, name: str, namespace: str) -> str | None:
         """Where the job's logs are kept, when they are files a user can open (``describe``)."""
         return None
+
+    def outputs(self, name: str, namespace: str) -> tuple[Output, ...]:
+        """What the job produced that outlives it (``delete`` keeps it; ``purge`` removes it):
+        the trainer's ``output_dir`` first where known, then each kept volume."""
+        return ()
 
     # -- runtimes -------------------------------------------------------------------------------
 

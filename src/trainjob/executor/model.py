@@ -124,6 +124,18 @@ class JobState:
 
 
 @dataclass(frozen=True)
+class Output:
+    """Something a job produced that outlives it (``trainjob delete`` and ``run --replace`` keep
+    it; ``delete --purge`` removes it): ``name`` is the volume (or ``output_dir``, the trainer's
+    output directory inside one), ``location`` where it is (a directory on this machine, or
+    ``persistentvolumeclaim/NAME`` on a cluster), ``description`` what it holds."""
+
+    name: str
+    location: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class Event:
     """A Kubernetes-style event: ``type`` Normal|Warning, a CamelCase reason, a sentence."""
 

@@ -1,4 +1,4 @@
-"""A small typed, synchronous Kubernetes REST client on httpx.
+"""A small typed, synchronous Kubernetes REST client.
 
 Example::
 
@@ -11,8 +11,8 @@ Example::
 
 Objects are plain dicts (the JSON the apiserver speaks). Every error answer becomes a
 :mod:`trainjob.kube.errors` class; transport failures become ``Unreachable`` (``Timeout`` when
-no answer came in time). One client is safe to share between threads (httpx pools the
-connections). Server-side apply uses the field manager ``trainjob`` and forces ownership, as the
+no answer came in time). One client is safe to share between threads (its HTTP layer,
+:mod:`trainjob.kube.transport`, keeps a pool of keep-alive connections). Server-side apply uses the field manager ``trainjob`` and forces ownership, as the
 upstream controller does with its own manager.
 
 Used by the controller, the webhooks, the SDK's kubernetes backend, the integration tests and
@@ -24,15 +24,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from trainjob.kube import config as kconfig
 from trainjob.kube import resources
+from trainjob.kube import transport as _transport
 from trainjob.kube.errors import NotFound, Timeout, Unreachable, from_status
 from trainjob.kube.resources import Resource
 from trainjob.kube.watch import Watch, error_of
+
+if TYPE_CHECKING:
+    import httpx
 
 Obj = dict[str, Any]
 ObjList = list[Obj]
@@ -75,19 +77,12 @@ class Client:
         self.config = config
         self.timeout = timeout
         self.max_retries = max_retries
-        verify: Any = True if transport is not None else config.ssl_context()
-        self._http = httpx.Client(
-            base_url=config.server,
-            verify=verify,
-            transport=transport,
+        self._http = _transport.for_config(
+            config,
+            max_connections=max_connections,
+            user_agent=user_agent,
             timeout=timeout,
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
-            headers={"User-Agent": user_agent},
-        )
-        self._extensions = (
-            {"sni_hostname": config.tls_server_name} if config.tls_server_name else None
+            transport=transport,
         )
 
     @classmethod
@@ -140,13 +135,12 @@ class Client:
                 resp = self._http.request(
                     method,
                     path,
-                    params=query,
-                    content=content,
-                    headers=[*headers.items(), *self.config.impersonation_headers()],
-                    timeout=timeout if timeout is not None else self.timeout,
-                    extensions=self._extensions,
+                    query,
+                    [*headers.items(), *self.config.impersonation_headers()],
+                    content,
+                    timeout if timeout is not None else self.timeout,
                 )
-            except httpx.TransportError as e:
+            except _transport.TransportError as e:
                 raise _unreachable(e, method, self.config.server, path) from e
             wait = _retry_after(resp)
             if wait is None or attempt == self.max_retries:
@@ -155,11 +149,11 @@ class Client:
             # retries these too): throttling, or "storage is (re)initializing".
             time.sleep(min(wait, MAX_RETRY_AFTER))
         try:
-            decoded: Any = resp.json() if resp.content else None
+            decoded: Any = json.loads(resp.content) if resp.content else None
         except ValueError:
-            decoded = resp.text
-        if resp.status_code >= 400:
-            raise from_status(resp.status_code, decoded, method, path)
+            decoded = resp.content.decode("utf-8", "replace")
+        if resp.status >= 400:
+            raise from_status(resp.status, decoded, method, path)
         return decoded
 
     # -- reads -----------------------------------------------------------------------------------
@@ -259,7 +253,8 @@ class Client:
             resource.path(namespace if resource.namespaced else None),
             {k: v for k, v in params.items() if v is not None},
             [*headers.items(), *self.config.impersonation_headers()],
-            httpx.Timeout(self.timeout, read=timeout_seconds + 30.0),
+            self.timeout,
+            timeout_seconds + 30.0,
         )
 
     def logs(
@@ -285,18 +280,21 @@ class Client:
         }
         headers = {"Accept": "*/*", **self.config.auth_headers()}
         try:
-            with self._http.stream(
+            stream = self._http.stream(
                 "GET",
                 path,
-                params={k: v for k, v in params.items() if v is not None},
-                headers=[*headers.items(), *self.config.impersonation_headers()],
-                timeout=httpx.Timeout(self.timeout, read=None if follow else self.timeout),
-                extensions=self._extensions,
-            ) as resp:
-                if resp.status_code >= 400:
-                    raise error_of(resp, "GET", path)
-                yield from resp.iter_lines()
-        except httpx.TransportError as e:
+                {k: v for k, v in params.items() if v is not None},
+                [*headers.items(), *self.config.impersonation_headers()],
+                self.timeout,
+                None if follow else self.timeout,
+            )
+            try:
+                if stream.status >= 400:
+                    raise error_of(stream, "GET", path)
+                yield from stream.iter_lines()
+            finally:
+                stream.close()
+        except _transport.TransportError as e:
             raise _unreachable(e, "GET", self.config.server, path) from e
 
     # -- writes ----------------------------------------------------------------------------------
@@ -406,9 +404,9 @@ class Client:
         return self.config.namespace
 
 
-def _retry_after(resp: httpx.Response) -> float | None:
+def _retry_after(resp: _transport.Response) -> float | None:
     """Seconds to wait before sending the same request again, when the server asked for it."""
-    if resp.status_code != 429 and not 500 <= resp.status_code < 600:
+    if resp.status != 429 and not 500 <= resp.status < 600:
         return None
     value = resp.headers.get("Retry-After")
     if value is None:
@@ -419,8 +417,8 @@ def _retry_after(resp: httpx.Response) -> float | None:
         return None
 
 
-def _unreachable(e: httpx.TransportError, method: str, server: str, path: str) -> Unreachable:
-    cls = Timeout if isinstance(e, httpx.TimeoutException) else Unreachable
+def _unreachable(e: _transport.TransportError, method: str, server: str, path: str) -> Unreachable:
+    cls = Timeout if e.timeout else Unreachable
     return cls(f"{method} {server}{path}: {e or type(e).__name__}", method=method, url=path)
 
 

@@ -24,6 +24,7 @@ CLUSTER_TRAINING_RUNTIMES = Resource(
     c.GROUP, c.VERSION, "clustertrainingruntimes", c.CLUSTER_TRAINING_RUNTIME_KIND, namespaced=False
 )
 PODS = Resource("", "v1", "pods", "Pod")
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")

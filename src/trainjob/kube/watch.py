@@ -9,16 +9,13 @@ Gone when the resourceVersion is too old, so the caller lists again). Built by
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
+from trainjob.kube import transport
 from trainjob.kube.errors import ApiError, Unreachable, from_status
 
 ADDED = "ADDED"
@@ -56,14 +53,14 @@ def parse_event(line: str | bytes) -> WatchEvent | None:
     return WatchEvent(etype, obj)
 
 
-def error_of(resp: httpx.Response, method: str, url: str) -> ApiError:
+def error_of(stream: transport.Stream, method: str, url: str) -> ApiError:
     """The error of a streamed error answer (its body is read first)."""
-    resp.read()
+    raw = stream.read()
     try:
-        body: Any = resp.json()
+        body: Any = json.loads(raw)
     except ValueError:
-        body = resp.text
-    return from_status(resp.status_code, body, method, url)
+        body = raw.decode("utf-8", "replace")
+    return from_status(stream.status, body, method, url)
 
 
 class Watch:
@@ -71,18 +68,20 @@ class Watch:
 
     def __init__(
         self,
-        http: httpx.Client,
+        http: transport.Http,
         path: str,
         params: dict[str, str],
         headers: list[tuple[str, str]],
-        timeout: httpx.Timeout,
+        timeout: float,
+        read_timeout: float,
     ) -> None:
         self._http = http
         self._path = path
         self._params = params
         self._headers = headers
         self._timeout = timeout
-        self._response: httpx.Response | None = None
+        self._read_timeout = read_timeout
+        self._stream: transport.Stream | None = None
         self._stopped = threading.Event()
         self._lock = threading.Lock()
 
@@ -90,43 +89,37 @@ class Watch:
         if self._stopped.is_set():
             return
         try:
-            with self._http.stream(
-                "GET", self._path, params=self._params, headers=self._headers, timeout=self._timeout
-            ) as resp:
-                with self._lock:
-                    self._response = resp
+            stream = self._http.stream(
+                "GET", self._path, self._params, self._headers, self._timeout, self._read_timeout
+            )
+            with self._lock:
+                self._stream = stream
+            try:
                 if self._stopped.is_set():
                     return
-                if resp.status_code >= 400:
-                    raise error_of(resp, "GET", str(resp.url))
-                for line in resp.iter_lines():
+                if stream.status >= 400:
+                    raise error_of(stream, "GET", self._path)
+                for line in stream.iter_lines():
                     if self._stopped.is_set():
                         return
                     event = parse_event(line)
                     if event is not None:
                         yield event
+            finally:
+                stream.close()
         except ApiError:
             if self._stopped.is_set():
                 return
             raise
-        except (httpx.HTTPError, RuntimeError, OSError) as e:
+        except (transport.TransportError, ValueError) as e:
             if self._stopped.is_set():
                 return
             raise Unreachable(f"watch {self._path}: {e}", method="GET", url=self._path) from e
 
     def stop(self) -> None:
-        """End the stream now (closes the connection); safe to call more than once."""
+        """End the stream now (shuts its connection down); safe to call more than once."""
         self._stopped.set()
         with self._lock:
-            resp = self._response
-        if resp is None:
-            return
-        # A blocked read only returns once the socket is shut down; closing the response from
-        # another thread is not enough. Either may complain on a half-read stream.
-        stream = resp.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(Exception):
-            resp.close()
+            stream = self._stream
+        if stream is not None:
+            stream.shutdown()  # the reading thread then sees the end and closes the stream

@@ -13,6 +13,7 @@ Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -37,7 +38,18 @@ from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import Event, JobState, PodState
-from trainjob.local import files, limits, logfiles, mpi, podrun, pods, procs, ptree, status
+from trainjob.local import (
+    files,
+    limits,
+    logfiles,
+    mpi,
+    outputs,
+    podrun,
+    pods,
+    procs,
+    ptree,
+    status,
+)
 from trainjob.local import home as homes
 from trainjob.local import runner as runners
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
@@ -48,6 +60,7 @@ log = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
 _LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_CHUNK = 1 << 16  # bytes a follower reads at a time
 _START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
 # Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
 _STARTED: list[subprocess.Popen[bytes]] = []
@@ -284,7 +297,7 @@ class LocalExecutor(Executor):
         for p in self.store.pods(row.namespace, row.name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)  # every process of the job, any session
+        ptree.end(self._job_processes(row), grace=0)  # every process of the job, any session
         runners.clean_up(row.runner, row.namespace, row.name, row.uid)
         ts = times.now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
@@ -335,6 +348,14 @@ class LocalExecutor(Executor):
         except StoreFullError:
             self._unwritten[row.uid] = (pods_now, event)
         return dataclasses.replace(row, **failed)
+
+    def _job_processes(self, row: JobRow) -> ptree.Procs:
+        """Every process of ``row``'s job still running: those carrying its mark, and those its
+        supervisor last recorded (one that cleared its environment and left its session)."""
+        found = ptree.owned(f"{row.uid}/")
+        with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to
+            found.update(ptree.recorded(homes.processes_file(self.home, row.namespace, row.name)))
+        return found
 
     def _trainjob(self, row: JobRow) -> TrainJob:
         text = row.trainjob
@@ -511,13 +532,13 @@ class LocalExecutor(Executor):
 
                 buf = b""
                 while True:
-                    chunk = f.read(65536)
+                    chunk = f.read(_CHUNK)
                     if not chunk:
                         done = pod_done()
                         if not done and not _replaced(path, f):
                             time.sleep(0.05)
                             continue
-                        chunk = f.read()  # what it wrote before it ended
+                        chunk = f.read(_CHUNK)  # what it wrote before it ended
                         if not chunk:
                             if buf:
                                 yield out(buf, offset + len(buf))
@@ -525,10 +546,17 @@ class LocalExecutor(Executor):
                                 return
                             break  # the pod restarted: follow its new log
                     buf += chunk
-                    *lines, buf = buf.split(b"\n")
-                    for line in lines:
-                        offset += len(line) + 1
-                        yield out(line, offset)
+                    if b"\n" in chunk:  # only the new bytes can end a line
+                        *lines, buf = buf.split(b"\n")
+                        for line in lines:
+                            offset += len(line) + 1
+                            yield out(line, offset)
+                    # A line with no end (a progress bar redrawn with \r) comes in pieces, as
+                    # logfiles.read gives it: memory stays bounded and nothing is scanned twice.
+                    while len(buf) >= logfiles.LONGEST_LINE:
+                        piece, buf = buf[: logfiles.LONGEST_LINE], buf[logfiles.LONGEST_LINE :]
+                        offset += len(piece)
+                        yield out(piece, offset)
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         row = self._row(name, namespace)
@@ -558,8 +586,23 @@ class LocalExecutor(Executor):
         """Clear ``spec.suspend``: pods start again from scratch (deadline clock restarts)."""
         return self._set_suspend(name, namespace, False)
 
-    def delete(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> None:
-        """Stop the job's processes and remove it, its logs and its workspace."""
+    def outputs(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> tuple[st.Output, ...]:
+        """The job's kept outputs (:mod:`trainjob.local.outputs`): its ``output_dir``, then each
+        volume under ``$TRAINJOB_HOME/outputs/NS/NAME/RUN`` or ``claims/NS``."""
+        row = self.store.job(namespace, name)
+        if row is None:
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        try:
+            plan = Plan(tuple(json.loads(row.plan)))
+            keep = outputs.kept(plan, self.home, namespace, name, row.created, row.uid)
+            return tuple(outputs.describe(plan, keep, row.uid))
+        except (ValueError, TypeError, KeyError, AttributeError, ConfigError, pods.PodConfigError):
+            return ()  # an unreadable row (delete removes it) or a claim no directory can have
+
+    def delete(self, name: str, namespace: str = DEFAULT_NAMESPACE, *, purge: bool = False) -> None:
+        """Stop the job's processes and remove it, its logs and its scratch volumes. Its outputs
+        (a run's directory under ``outputs/``) stay unless ``purge``; a claim's (``claims/``),
+        which other jobs may share, always stays."""
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
@@ -576,8 +619,9 @@ class LocalExecutor(Executor):
         for p in self.store.pods(namespace, name):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
-        # Whatever carries the job's mark (a supervisor killed before it could stop them).
-        ptree.end(ptree.owned(f"{row.uid}/"), grace=0)
+        # What the supervisor knew and whatever carries the job's mark (it was killed before it
+        # could stop them).
+        ptree.end(self._job_processes(row), grace=0)
         runners.clean_up(row.runner, namespace, name, row.uid)
         try:
             files.remove_tree(self.home, homes.job_dir(self.home, namespace, name))
@@ -585,6 +629,17 @@ class LocalExecutor(Executor):
             log.warning("warning: the files of %s/%s were not removed: %s", namespace, name, e)
         except ConfigError:
             pass  # a row no valid job dir belongs to: no files
+        if purge:
+            with contextlib.suppress(ConfigError):
+                run_dir = homes.run_outputs_dir(self.home, namespace, name, row.created, row.uid)
+                try:
+                    files.remove_tree(self.home, run_dir)
+                except files.UnsafePathError as e:  # a link planted on the way: left alone
+                    log.warning(
+                        "warning: the outputs of %s/%s were not removed: %s", namespace, name, e
+                    )
+                with contextlib.suppress(OSError):  # the job's folder, once no run is left
+                    run_dir.parent.rmdir()
         self.store.delete_job(namespace, name, row.uid)
 
     # -- runtimes -----------------------------------------------------------------------------

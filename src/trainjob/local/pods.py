@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainjob import extras
+from trainjob import cores, extras
 from trainjob.api import corev1, quantity
 from trainjob.core import jobset
 from trainjob.local import home as homes
@@ -70,7 +70,11 @@ BUILTIN_IMAGES = {
 }
 # Commands trainjob stands in for when they are not installed, with the same argv: the torchtune
 # runtimes' ``tune run RECIPE --config CONFIG key=value...`` runs trainjob's LLM trainer.
-STAND_INS = {"tune": "trainjob.trainers.llm"}
+STAND_INS = {"tune": "trainjob.trainers.llm", "trl": "trainjob.trainers.llm.trl"}
+# Stand-ins used even when the command is installed: TRL's own ``trl`` CLI hands the run to
+# ``accelerate launch``, which ignores PET_* and trains one process a node while reporting
+# success; trainjob's takes the same flags and launches torchrun from PET_*.
+ALWAYS = frozenset({"trl"})
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -265,16 +269,24 @@ def network_for(
 # Volumes and paths
 
 
-def volume_dirs(pod: PodTemplate, root: Path) -> dict[str, Path]:
-    """Volume name -> directory on this host (``hostPath`` volumes keep their path)."""
+def volume_dirs(
+    pod: PodTemplate, root: Path, kept: Mapping[str, Path] | None = None
+) -> dict[str, Path]:
+    """Volume name -> directory on this host: ``hostPath`` volumes keep their path, the volumes
+    in ``kept`` (a job's outputs, :mod:`trainjob.local.outputs`) have theirs, the rest (scratch)
+    are under ``root``."""
     out: dict[str, Path] = {}
+    kept = kept or {}
     names: list[str] = [v["name"] for v in pod.spec.get("volumes") or ()]
     for ctr in [*(pod.spec.get("initContainers") or ()), *(pod.spec.get("containers") or ())]:
         names.extend(m["name"] for m in ctr.get("volumeMounts") or ())
     by_name = {v["name"]: v for v in pod.spec.get("volumes") or ()}
     for name in names:
         host_path = (by_name.get(name) or {}).get("hostPath")
-        out[name] = Path(host_path["path"]) if host_path else root / name
+        if host_path:
+            out[name] = Path(host_path["path"])
+        else:
+            out[name] = kept.get(name) or root / name
     return out
 
 
@@ -503,6 +515,8 @@ def missing_extras(argv: list[str], env: Mapping[str, str]) -> str | None:
         return extras.message(f"STORAGE_URI {uri!r}", extras.STORAGE_MODULES.get(scheme, ()))
     if module == STAND_INS["tune"]:
         return extras.message("'tune run' (trainjob's LLM trainer)", extras.LLM_TRAINER)
+    if module == STAND_INS["trl"]:
+        return extras.message("'trl' (trainjob's TRL trainer)", (*extras.LLM_TRAINER, "trl"))
     return None
 
 
@@ -512,7 +526,7 @@ def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
     exe = argv[0]
     if PYTHON_NAMES.match(exe):
         return [sys.executable, *argv[1:]]
-    if os.sep not in exe and shutil.which(exe, path=path) is None:
+    if os.sep not in exe and (exe in ALWAYS or shutil.which(exe, path=path) is None):
         module = stand_in(exe)
         if module is not None:
             return [sys.executable, "-m", module, *argv[1:]]
@@ -528,6 +542,19 @@ def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
     return argv
 
 
+def local_processes(pod: PodTemplate, plan: Plan, env: Mapping[str, str]) -> int:
+    """How many processes run at once on this machine as the pods of ``pod``'s replicatedJob:
+    its pods (replicas x parallelism) times the workers torchrun starts in each
+    (``PET_NPROC_PER_NODE`` when it is a number)."""
+    pods_of_job = 1
+    for rjob in plan.jobset.get("spec", {}).get("replicatedJobs") or ():
+        if rjob.get("name") == pod.job:
+            spec = (rjob.get("template") or {}).get("spec") or {}
+            pods_of_job = int(rjob.get("replicas") or 1) * int(spec.get("parallelism") or 1)
+    per_pod = env.get("PET_NPROC_PER_NODE", "1")
+    return pods_of_job * (int(per_pod) if per_pod.isdigit() else 1)
+
+
 def build_pod(
     pod: PodTemplate,
     network: Network,
@@ -536,9 +563,14 @@ def build_pod(
     cwd: str,
     namespace: str,
     base_env: Mapping[str, str],
+    kept: Mapping[str, Path] | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> LocalPod:
-    """The processes of one pod: resolved argv, env and working directory per container."""
-    dirs = volume_dirs(pod, volumes_root)
+    """The processes of one pod: resolved argv, env and working directory per container.
+
+    ``kept`` maps the volumes that outlive the job to their directories (``volume_dirs``);
+    ``extra_env`` is set in every container before the pod's own env (which may override it)."""
+    dirs = volume_dirs(pod, volumes_root, kept)
     path = search_path(base_env)
 
     def one(ctr: Obj, kind: str) -> LocalContainer:
@@ -575,7 +607,12 @@ def build_pod(
         full_env["TMPDIR"] = full_env[homes.ENV_JOB_TMP]
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         full_env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
+        # The Job controller sets it in every container of an Indexed Job's pod (JobSet's are).
+        full_env["JOB_COMPLETION_INDEX"] = str(pod.index)
+        full_env.update(extra_env or {})
         full_env.update(env)
+        if cores.ENV not in full_env:  # this pod's share of the cores its siblings also use
+            full_env[cores.ENV] = str(cores.share(local_processes(pod, objects, full_env)))
         argv = resolve_command(argv, full_env.get("PATH", path), where)
         missing = missing_extras(argv, full_env)
         if missing:

@@ -12,7 +12,8 @@ cluster the container's cgroup holds them all; here three things do:
   (:func:`descendants`) and is reaped by it (:func:`reap_orphans`);
 * **the tree, with start times**: a pod's descendants are looked up now and then and remembered
   by pid *and* start time, so a process that cleared its environment is still known, and a
-  recycled pid is never signalled.
+  recycled pid is never signalled; the supervisor writes what it knows to its job's directory
+  (:func:`record`), so a reader that finds it dead ends those too, not only what carries the mark.
 
 :func:`end` stops processes as the kubelet stops a container: SIGTERM (with SIGCONT, so a stopped
 process can act on it), the grace period, then SIGKILL. Linux only (``/proc``); elsewhere the
@@ -31,6 +32,8 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from trainjob.local import files
 
 OWNER_ENV = "TRAINJOB_OWNER"
 _PR_SET_CHILD_SUBREAPER = 36
@@ -144,6 +147,30 @@ def end(procs: Procs, grace: float) -> None:
     deadline = time.monotonic() + KILL_WAIT
     while alive(procs) and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def record(procs: Procs, path: Path) -> None:
+    """Write ``procs`` to ``path``, one ``pid start`` a line (owner-only, never through a link):
+    what a reader ends when the supervisor that knew them is gone (:func:`recorded`)."""
+    files.write_private(path, "".join(f"{pid} {start}\n" for pid, start in procs.items()).encode())
+
+
+def recorded(path: Path) -> Procs:
+    """The processes :func:`record` wrote to ``path`` (none when it is missing or unreadable).
+    Signal them only through :func:`end` or :func:`signal_all`, which check each one's start
+    time: a recycled pid, or a line cut short by a write in progress, names no live process."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            text = f.read(1 << 20).decode(errors="replace")
+    except OSError:
+        return {}
+    out: Procs = {}
+    for line in text.splitlines():
+        pid, _, start = line.partition(" ")
+        if pid.isdigit() and start.isdigit():
+            out[int(pid)] = start
+    return out
 
 
 def become_subreaper() -> bool:

@@ -58,8 +58,12 @@ class PodRunner(Protocol):
         cwd: str,
         namespace: str,
         base_env: Mapping[str, str],
+        kept: Mapping[str, Path] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> pods.LocalPod:
-        """The pod, ready to start (a PodConfigError when it cannot run here)."""
+        """The pod, ready to start (a PodConfigError when it cannot run here). ``kept``: the
+        volumes that outlive the job and their directories (trainjob.local.outputs);
+        ``extra_env``: set in every container before its own env."""
         ...
 
     def start(self, pod: pods.LocalPod, log: Path, probe_pool: ThreadPoolExecutor) -> PodRun:
@@ -110,8 +114,12 @@ class ProcessRunner:
         cwd: str,
         namespace: str,
         base_env: Mapping[str, str],
+        kept: Mapping[str, Path] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> pods.LocalPod:
-        return pods.build_pod(pod, self.network, plan, volumes_root, cwd, namespace, base_env)
+        return pods.build_pod(
+            pod, self.network, plan, volumes_root, cwd, namespace, base_env, kept, extra_env
+        )
 
     def start(self, pod: pods.LocalPod, log: Path, probe_pool: ThreadPoolExecutor) -> PodRun:
         run = PodRun(pod, log, probe_pool)

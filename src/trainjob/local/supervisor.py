@@ -26,6 +26,7 @@ seconds, orphans are reaped, and when the supervisor ends, every process still b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -42,8 +43,8 @@ from trainjob.core import jobset as js
 from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
+from trainjob.local import files, logfiles, mpi, outputs, pods, procs, ptree, status, volumes
 from trainjob.local import home as homes
-from trainjob.local import logfiles, mpi, pods, procs, ptree, status, volumes
 from trainjob.local import runner as runners
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
@@ -74,6 +75,7 @@ class Supervisor:
         self.phase = row.phase
         self.suspended = False
         self.clock_start = row.created_ts
+        self._recorded: ptree.Procs = {}  # the processes last written to the processes file
         self.deadline: int | None = (row.trainjob_dict().get("spec") or {}).get(
             "activeDeadlineSeconds"
         )
@@ -92,6 +94,7 @@ class Supervisor:
         startup = js_spec.get("startupPolicy") or {}
         self.in_order = startup.get("startupPolicyOrder") == "InOrder"
         self.jobset_name = self.plan.jobset["metadata"]["name"]
+        self.kept = outputs.kept(self.plan, home, namespace, name, row.created, uid)
         # How pods run: processes here, or containers (trainjob.local.runner); the rest of the
         # supervisor is the same for both.
         self.runner = runners.runner_for(row.runner, (namespace, name, uid), self._runner_event)
@@ -263,9 +266,18 @@ class Supervisor:
                 self._mark_started()
                 continue
             try:
-                volumes.materialize(t, self.plan, vols)
+                kept = self.kept.dirs(t)
+                volumes.materialize(t, self.plan, vols, kept)
+                files.private_dirs(self.home, self.kept.checkpoint_dir)
                 local = self.runner.build(
-                    t, self.plan, vols, self.row.cwd, self.namespace, self.base_env
+                    t,
+                    self.plan,
+                    vols,
+                    self.row.cwd,
+                    self.namespace,
+                    self.base_env,
+                    kept=kept,
+                    extra_env=self.kept.env(self.restarts),
                 )
             except (pods.PodConfigError, OSError, ConfigError) as e:  # ConfigError: a planted link
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
@@ -388,9 +400,15 @@ class Supervisor:
             return
         self._next_track = now_ + TRACK_EVERY
         tab = ptree.table()
+        known = ptree.descendants([os.getpid()], tab)  # the pods and the orphans it inherited
         for run in self.runs.values():
             run.track(tab)
+            known.update(run.seen)
         ptree.reap_orphans([p.pid for run in self.runs.values() for p in run.procs], tab)
+        if known != self._recorded:  # for a reader that finds this supervisor dead
+            with contextlib.suppress(OSError, ConfigError):
+                ptree.record(known, homes.processes_file(self.home, self.namespace, self.name))
+                self._recorded = known
 
     def end_everything(self) -> None:
         """The job is over: no process below the supervisor may outlive it (orphans that left

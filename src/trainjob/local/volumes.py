@@ -9,22 +9,29 @@ written through a link (:mod:`trainjob.local.files`). Used by the supervisor bef
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from trainjob.local import files, pods
 from trainjob.runtime.plan import Plan
 
 
-def materialize(pod: pods.PodTemplate, plan: Plan, root: Path) -> None:
-    """Create the directories (and files) of ``pod``'s volumes under ``root``."""
-    dirs = pods.volume_dirs(pod, root)
+def materialize(
+    pod: pods.PodTemplate, plan: Plan, root: Path, kept: Mapping[str, Path] | None = None
+) -> None:
+    """Create the directories (and files) of ``pod``'s volumes: under ``root``, or where
+    ``kept`` puts them (the job's outputs)."""
+    dirs = pods.volume_dirs(pod, root, kept)
     by_name = {v["name"]: v for v in pod.spec.get("volumes") or ()}
     for name, path in dirs.items():
         volume = by_name.get(name) or {}
         if "hostPath" in volume:
             continue
-        files.private_dirs(root.parent, path)
+        # below the job's directory, or the home's for a kept one (outputs/, claims/)
+        base = Path(os.path.commonpath([root.parent, path]))
+        files.private_dirs(base, path)
         for rel, (content, mode) in pods.volume_files(volume, plan).items():
             target = path / rel
-            files.private_dirs(root.parent, target.parent)
+            files.private_dirs(base, target.parent)
             files.write_private(target, content, mode)

@@ -8,6 +8,7 @@ from trainjob.client.constants import TORCH_TUNE
 from trainjob.client.types import (
     BaseInitializer,
     BuiltinTrainer,
+    ConfigTrainer,
     CustomTrainer,
     CustomTrainerContainer,
     DataCacheInitializer,
@@ -30,12 +31,15 @@ from trainjob.client.types import (
     TrainerType,
     TrainJob,
     TrainJobTemplate,
+    TRLConfig,
+    TRLMethod,
 )
 
 __all__ = [
     "TORCH_TUNE",
     "BaseInitializer",
     "BuiltinTrainer",
+    "ConfigTrainer",
     "CustomTrainer",
     "CustomTrainerContainer",
     "DataCacheInitializer",
@@ -53,6 +57,8 @@ __all__ = [
     "S3DatasetInitializer",
     "S3ModelInitializer",
     "Step",
+    "TRLConfig",
+    "TRLMethod",
     "TorchTuneConfig",
     "TorchTuneInstructDataset",
     "TrainJob",

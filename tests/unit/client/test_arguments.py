@@ -159,11 +159,11 @@ EXPECTED: dict[str, tuple[str, str]] = {
     ),
     "runtime-unknown": (
         "RuntimeError",
-        "Runtime 'no-such-runtime' not found (runtimes: deepspeed-distributed, jax-distributed, mpi-distributed, torch-distributed, torchtune-llama3.2-1b, torchtune-llama3.2-3b, torchtune-qwen2.5-1.5b, xgboost-distributed)",
+        "Runtime 'no-such-runtime' not found (runtimes: deepspeed-distributed, jax-distributed, mpi-distributed, torch-distributed, torchtune-llama3.2-1b, torchtune-llama3.2-3b, torchtune-qwen2.5-1.5b, trl-distributed, xgboost-distributed)",
     ),
     "trainer-is-a-string": (
         "TypeError",
-        "trainer must be a CustomTrainer, CustomTrainerContainer or BuiltinTrainer, got str 'CustomTrainer'",
+        "trainer must be a CustomTrainer, CustomTrainerContainer, BuiltinTrainer or ConfigTrainer, got str 'CustomTrainer'",
     ),
     "initializer-is-a-string": (
         "TypeError",
@@ -179,7 +179,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     ),
     "builtin-config-is-a-dict": (
         "TypeError",
-        "BuiltinTrainer config must be a TorchTuneConfig, got dict {'epochs': 1}",
+        "BuiltinTrainer config must be a TorchTuneConfig or TRLConfig, got dict {'epochs': 1}",
     ),
     "builtin-epochs-is-a-string": (
         "TypeError",

@@ -803,8 +803,25 @@ def test_every_builtin_runtime_compiles_the_trainjob_the_sdk_builds_for_it(name:
     cr = builtin_runtimes()[name]
     rt = runtimes.runtime_from_cr(cr.to_dict())
     init = None
-    if rt.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
+    if rt.trainer.framework == "trl":
         trainer: Any = types.BuiltinTrainer(
+            types.TRLConfig(
+                method=types.TRLMethod.DPO,
+                model_name_or_path="Qwen/Qwen2.5-0.5B",
+                dataset_name="trl-lib/ultrafeedback_binarized",
+                beta=0.1,
+                num_nodes=2,
+                use_peft=True,
+            )
+        )
+        init = types.Initializer(
+            dataset=types.HuggingFaceDatasetInitializer(
+                storage_uri="hf://trl-lib/ultrafeedback_binarized"
+            ),
+            model=types.HuggingFaceModelInitializer(storage_uri="hf://Qwen/Qwen2.5-0.5B"),
+        )
+    elif rt.trainer.trainer_type == types.TrainerType.BUILTIN_TRAINER:
+        trainer = types.BuiltinTrainer(
             types.TorchTuneConfig(
                 num_nodes=1,
                 batch_size=2,

@@ -153,6 +153,8 @@ TRAINJOB_FIELDS: dict[str, list[tuple[str, object]]] = {
         ("warmup_steps", None),
         ("overrides", None),
     ],
+    # where a job's outputs are kept (get_job fills it; docs/lifecycle.md)
+    "TrainJob": [("outputs", {})],
 }
 
 

@@ -133,6 +133,7 @@ def test_job_detail(client: TestClient, ex: LocalExecutor) -> None:
     assert j["events"][0]["message"] == "node-1 <b>exited</b> 1"  # data, not markup
     assert j["progressDetail"]["metrics"] == {"loss": "0.2", "phase": "done"}
     assert j["logLocation"].endswith("jobs/default/tune/logs")
+    assert j["outputs"] == []  # none kept: no volume of the job asked to outlive it
 
 
 def test_unknown_job_is_a_404_naming_it(client: TestClient) -> None:

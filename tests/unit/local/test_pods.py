@@ -71,6 +71,38 @@ def test_torch_env_resolves_the_node_rank_and_maps_the_master_to_this_host(tmp_p
 
 
 @pytest.mark.parametrize(
+    ("nodes", "base_env", "want"),
+    [
+        pytest.param(2, {}, 4 // 4, id="2 nodes x 2 workers on 4 cores: 1 thread each"),
+        pytest.param(1, {}, 4 // 2, id="1 node x 2 workers: 2 each"),
+        pytest.param(2, {"OMP_NUM_THREADS": "3"}, 3, id="the user's setting wins"),
+    ],
+)
+def test_each_local_process_gets_its_share_of_the_cores(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    nodes: int,
+    base_env: dict[str, str],
+    want: int,
+) -> None:
+    from trainjob import cores
+
+    monkeypatch.setattr(cores, "available", lambda: 4)
+    plan = _torch_plan(nodes)
+    templates = pods.pod_templates(plan, "uid")
+    net = pods.network_for(plan, templates)
+    for t in templates:
+        (ctr,) = pods.build_pod(t, net, plan, tmp_path, "/src", "team", dict(base_env)).containers
+        assert ctr.env["OMP_NUM_THREADS"] == str(want)
+
+
+def test_a_share_is_at_least_one_thread() -> None:
+    from trainjob import cores
+
+    assert [cores.share(n, cores=2) for n in (1, 2, 3, 8)] == [2, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
     ("text", "own", "want"),
     [
         pytest.param("tj-node-0-1.tj", "", "127.0.0.1", id="an endpoint becomes loopback"),

@@ -96,7 +96,10 @@ class ExecutorBackend(RuntimeBackend):
     def get_job(self, name: str) -> types.TrainJob:
         with self._errors(f"get {c.TRAINJOB_KIND}: {self.namespace}/{name}", name):
             state = self.executor.state(name, self.namespace)
-        return self._to_sdk(state, {})
+            kept = self.executor.outputs(name, self.namespace)
+        job = self._to_sdk(state, {})
+        job.outputs = {o.name: o.location for o in kept}
+        return job
 
     def list_jobs(self, runtime: types.Runtime | None = None) -> list[types.TrainJob]:
         """A fixed number of reads for any number of jobs (``Executor.states``)."""
@@ -187,7 +190,11 @@ class ExecutorBackend(RuntimeBackend):
             return f"{verdict}; {events}" if events else verdict
         return events
 
-    def delete_job(self, name: str) -> None:
+    def delete_job(self, name: str, purge: bool = False) -> None:
         with self._errors(f"delete {c.TRAINJOB_KIND}: {self.namespace}/{name}", name):
-            self.executor.delete(name, self.namespace)
+            if purge:
+                for o in self.executor.outputs(name, self.namespace):
+                    if o.name != "output_dir":
+                        logger.info("removing %s (%s)", o.location, o.description)
+            self.executor.delete(name, self.namespace, purge=purge)
         logger.debug("%s %s/%s has been deleted", c.TRAINJOB_KIND, self.namespace, name)

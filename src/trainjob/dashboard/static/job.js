@@ -104,7 +104,8 @@
       ["Namespace", j.namespace], ["Runtime", j.runtime], ["Phase", j.phase + (j.reason ? " (" + j.reason + ")" : "")],
       ["Message", j.message], ["Nodes", j.nodes === null ? "runtime's default" : j.nodes], ["Restarts", j.restarts],
       ["Created", j.created], ["Started", j.started], ["Completed", j.completed], ["Age", TJ.age(j.created)],
-      ["Output", j.outputLocation], ["Logs", j.logLocation],
+      ...j.outputs.map((o, i) => [i ? "" : "Output", o.location + (o.description ? "  (" + o.description + ")" : "")]),
+      ["Logs", j.logLocation],
     ]));
     TJ.fill(sections.progress, 
       p ? kv([["Progress", TJ.progressBar(p.percent)], ["ETA", TJ.eta(p.eta)], ["Updated", p.updated]]) : h("p", { class: "muted" }, "No progress reported yet."),

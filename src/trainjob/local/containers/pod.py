@@ -23,6 +23,7 @@ from typing import Any
 
 from trainjob.api import constants as c
 from trainjob.api import quantity
+from trainjob.local import home as homes
 from trainjob.local import pods, probes
 from trainjob.local.containers.engine import LABEL_JOB, LABEL_UID, Engine
 from trainjob.local.containers.settings import ContainerSettings
@@ -38,6 +39,8 @@ _CLI_OWN = re.compile(
     r"https?_proxy|no_proxy|NOTIFY_SOCKET|DBUS_\w+)$"
 )
 _CPU_NANO = 1_000_000_000
+# Where a container sees the run's checkpoint directory ($TRAINJOB_CHECKPOINT_DIR).
+CHECKPOINT_MOUNT = "/var/run/trainjob/checkpoints"
 
 
 @dataclass(frozen=True)
@@ -182,12 +185,28 @@ class PodContext:
 
 
 def build_pod(
-    pod: pods.PodTemplate, plan: Plan, volumes_root: Path, ctx: PodContext
+    pod: pods.PodTemplate,
+    plan: Plan,
+    volumes_root: Path,
+    ctx: PodContext,
+    kept: Mapping[str, Path] | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> pods.LocalPod:
-    """The engine command lines of ``pod``'s init containers and containers."""
+    """The engine command lines of ``pod``'s init containers and containers.
+
+    ``kept``: the volumes that outlive the job, at their directories (trainjob.local.outputs);
+    ``extra_env``: set in every container before its own env. ``$TRAINJOB_CHECKPOINT_DIR`` there
+    is a directory of this host: it is mounted at :data:`CHECKPOINT_MOUNT` and the variable says
+    that path, so code in the image resumes from it as it does on the process backend."""
     namespace, name, uid = ctx.job
     engine = ctx.engine
-    dirs = pods.volume_dirs(pod, volumes_root)
+    dirs = pods.volume_dirs(pod, volumes_root, kept)
+    common = {"JOB_COMPLETION_INDEX": str(pod.index), **(extra_env or {})}
+    extra_mounts: list[str] = []
+    checkpoints = common.get(homes.ENV_CHECKPOINT_DIR)
+    if checkpoints:
+        common[homes.ENV_CHECKPOINT_DIR] = CHECKPOINT_MOUNT
+        extra_mounts = ["-v", f"{checkpoints}:{CHECKPOINT_MOUNT}"]
     by_name = {v["name"]: v for v in pod.spec.get("volumes") or ()}
     read_only = {n for n, v in by_name.items() if "secret" in v or "configMap" in v}
     address = ctx.network.addresses.get(pod.hostname, "")
@@ -204,7 +223,7 @@ def build_pod(
         if not image:
             raise pods.PodConfigError(f"{where} has no image")
         container = f"{pod.name}-{cname}-{secrets.token_hex(3)}"
-        env = pods.resolve_env(ctr, pod, plan, namespace)
+        env = {**common, **pods.resolve_env(ctr, pod, plan, namespace)}
         for var in _pod_ip_vars(ctr):
             env[var] = address
         env_file = str(ctx.scratch / f"{container}.env")
@@ -227,6 +246,7 @@ def build_pod(
             argv += ["--read-only"]
         argv += env_opts
         argv += mounts(ctr, dirs, read_only, ctx.settings)
+        argv += extra_mounts
         argv += limits(ctr)
         if ctr.get("workingDir"):
             argv += ["--workdir", str(ctr["workingDir"])]

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from trainjob.local import home as homes
 from trainjob.local import pods
 from trainjob.local.containers import pod as cpod
 from trainjob.local.containers.engine import LABEL_UID, Engine
@@ -161,6 +162,8 @@ class ContainerRunner:
         cwd: str,
         namespace: str,
         base_env: Mapping[str, str],
+        kept: Mapping[str, Path] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> pods.LocalPod:
         if self.network is None:
             raise pods.PodConfigError("the job's network was not made (no attempt started)")
@@ -168,13 +171,22 @@ class ContainerRunner:
             self._ensure_image(pod, ctr)
         user = self._user_options()
         if not user:
-            for path in pods.volume_dirs(pod, volumes_root).values():
-                if path.is_dir() and volumes_root in path.parents:
-                    path.chmod(0o777)  # an emptyDir is world-writable on a cluster too
+            # The image's user (not this one) writes there: an emptyDir is world-writable on a
+            # cluster too, and so is a fresh PVC's root. Only the directories mounted are opened;
+            # their parents (the private home) stay 0700, which a bind mount does not traverse.
+            kept_dirs = set((kept or {}).values())
+            checkpoints = (extra_env or {}).get(homes.ENV_CHECKPOINT_DIR)
+            if checkpoints:
+                kept_dirs.add(Path(checkpoints))
+            for path in pods.volume_dirs(pod, volumes_root, kept).values():
+                if path.is_dir() and (volumes_root in path.parents or path in kept_dirs):
+                    path.chmod(0o777)
+            if checkpoints and Path(checkpoints).is_dir():
+                Path(checkpoints).chmod(0o777)
         scratch = volumes_root.parent / "containers"
         scratch.mkdir(mode=0o700, exist_ok=True)
         ctx = cpod.PodContext(self.engine, self.settings, self.network, self.job, user, scratch)
-        return cpod.build_pod(pod, plan, volumes_root, ctx)
+        return cpod.build_pod(pod, plan, volumes_root, ctx, kept, extra_env)
 
     def _ensure_image(self, pod: pods.PodTemplate, ctr: Mapping[str, object]) -> None:
         image = cpod.image_of(dict(ctr), pod.job, self.settings, self.engine.flavour)

@@ -89,9 +89,15 @@ def mark_complete(checkpoints: str, step: int) -> str:
 def newest_complete(output_dir: str) -> tuple[str | None, list[str]]:
     """The newest complete checkpoint of a run in ``output_dir`` (None if none), and the
     incomplete ones newer than it (cut short: to be removed before training goes on)."""
+    return newest_complete_in(checkpoints_dir(output_dir))
+
+
+def newest_complete_in(checkpoints: str) -> tuple[str | None, list[str]]:
+    """:func:`newest_complete` for the ``checkpoint-<step>`` folders directly in ``checkpoints``
+    (where TRL's ``output_dir`` keeps them)."""
     import re
 
-    root = Path(checkpoints_dir(output_dir))
+    root = Path(checkpoints)
     if not root.is_dir():
         return None, []
     found = []

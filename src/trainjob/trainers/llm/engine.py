@@ -48,7 +48,9 @@ def format_step(epoch: int, epochs: int, step: int, steps: int, loss: float, lr:
 
 def format_epoch(epoch: int, epochs: int, losses: list[float], seconds: float) -> str:
     """``Epoch 1/2 done: mean loss 2.3456 over 10 steps in 3.2s``: the trend a step's noise hides."""
-    mean = sum(losses) / len(losses) if losses else float("nan")
+    if not losses:  # no step was logged in it (logging_steps longer than the epoch)
+        return f"Epoch {epoch}/{epochs} done in {seconds:.1f}s"
+    mean = sum(losses) / len(losses)
     return f"Epoch {epoch}/{epochs} done: mean loss {mean:.4f} over {len(losses)} steps in {seconds:.1f}s"
 
 
@@ -56,13 +58,20 @@ def format_epoch(epoch: int, epochs: int, losses: list[float], seconds: float) -
 class Run:
     """What the callbacks share about the run in progress."""
 
-    cfg: config_mod.TrainConfig
     rank: int
+    epochs: int
+    output_dir: str
     steps_per_epoch: int
     """Optimizer steps in a full epoch (as transformers counts them)."""
     epoch_steps: int
     """Steps each epoch runs: ``steps_per_epoch``, or ``max_steps_per_epoch`` when fewer."""
     tokenizer: Any
+    total_steps: int | None = None
+    """Steps the whole run takes, when they differ from what transformers computes
+    (torchtune's ``max_steps_per_epoch``): progress and ETA are reported against it."""
+    epoch_saves: str | None = None
+    """What the model after each epoch but the last is saved as (torchtune's ``epoch_N/``
+    folders, e.g. "LoRA adapter (peft)"); None: no per-epoch copies (TRL's behaviour)."""
     trainer: Any = None
     step_lr: float = 0.0
     epoch_losses: dict[int, list[float]] = field(default_factory=dict)
@@ -178,13 +187,19 @@ def lm_head_adapter_allowed(model: Any) -> Iterator[None]:
         del model.get_output_embeddings
 
 
-def make_trainer_class() -> Any:
-    """SFTTrainer without TRL's per-step metrics, with torchtune's weight decay and tokens/s."""
+def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
+    """``base`` (TRL's SFTTrainer unless given, e.g. DPOTrainer) with tokens/s in the logged
+    metrics; for the torchtune front end also torchtune's weight decay (every parameter), its
+    schedule length, and the plain cross-entropy without TRL's per-step SFT metrics."""
     import torch
     import transformers
-    from trl import SFTTrainer  # type: ignore[attr-defined]
 
-    class Trainer(SFTTrainer):
+    if base is None:
+        from trl import SFTTrainer  # type: ignore[attr-defined]
+
+        base = SFTTrainer
+
+    class Trainer(base):  # type: ignore[misc]
         run: Run
 
         def compute_loss(  # type: ignore[no-untyped-def]
@@ -194,17 +209,21 @@ def make_trainer_class() -> Any:
             mask = inputs.get("attention_mask")
             self.run.tokens[0] += float(mask.sum()) if mask is not None else float(ids.numel())
             self.run.tokens[1] += float(ids.numel())
-            return transformers.Trainer.compute_loss(
-                self, model, inputs, return_outputs, num_items_in_batch
-            )
+            if torchtune:
+                return transformers.Trainer.compute_loss(
+                    self, model, inputs, return_outputs, num_items_in_batch
+                )
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
-        def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
-            # torchtune's total: every epoch's steps as run (max_steps_per_epoch shortens them)
-            total = self.run.cfg.epochs * self.run.epoch_steps
-            return super().create_scheduler(total, optimizer)
+        if torchtune:
 
-        def get_decay_parameter_names(self, model: Any) -> list[str]:
-            return [name for name, _ in model.named_parameters()]
+            def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+                # torchtune's total: every epoch's steps as run (max_steps_per_epoch shortens them)
+                total = self.run.epochs * self.run.epoch_steps
+                return super().create_scheduler(total, optimizer)
+
+            def get_decay_parameter_names(self, model: Any) -> list[str]:
+                return [name for name, _ in model.named_parameters()]
 
         def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
             if "loss" in logs:
@@ -224,7 +243,7 @@ def make_trainer_class() -> Any:
                 logs["total_steps"] = self.state.max_steps
                 if self.state.epoch is not None:
                     logs["current_epoch"] = round(float(self.state.epoch), 2)
-            transformers.Trainer.log(self, logs, start_time)
+            super().log(logs, start_time)
 
     return Trainer
 
@@ -233,12 +252,11 @@ def make_callback(run: Run) -> Any:
     """The callback that prints the step lines, saves per epoch, and marks checkpoints."""
     from transformers import TrainerCallback
 
-    cfg = run.cfg
-
     class Progress(TrainerCallback):
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             # progress and ETA (transformers' KubeflowCallback) over the steps that will run
-            state.max_steps = cfg.epochs * run.epoch_steps
+            if run.total_steps:
+                state.max_steps = run.total_steps
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             optimizer = kw.get("optimizer")
@@ -261,7 +279,10 @@ def make_callback(run: Run) -> Any:
                     "dtype=fp32"
                 )
             run.epoch_losses.setdefault(epoch, []).append(loss)
-            log(format_step(epoch, cfg.epochs, step, run.epoch_steps, loss, run.step_lr), run.rank)
+            line = format_step(epoch, run.epochs, step, run.epoch_steps, loss, run.step_lr)
+            if "rewards/margins" in logs:  # DPO: how far chosen answers lead rejected ones
+                line += f" reward margin {float(logs['rewards/margins']):.4f}"
+            log(line, run.rank)
 
         def on_evaluate(
             self, args: Any, state: Any, control: Any, metrics: Any = None, **kw: Any
@@ -269,7 +290,7 @@ def make_callback(run: Run) -> Any:
             if metrics and "eval_loss" in metrics:
                 epoch, step = run.position(max(state.global_step, 1))
                 log(
-                    f"Epoch {epoch}/{cfg.epochs} step {step} eval loss {metrics['eval_loss']:.4f}",
+                    f"Epoch {epoch}/{run.epochs} step {step} eval loss {metrics['eval_loss']:.4f}",
                     run.rank,
                 )
 
@@ -280,19 +301,16 @@ def make_callback(run: Run) -> Any:
             epoch, _ = run.position(max(state.global_step, 1))
             losses = run.epoch_losses.get(epoch, [])
             log(
-                format_epoch(epoch, cfg.epochs, losses, time.monotonic() - run.epoch_started),
+                format_epoch(epoch, run.epochs, losses, time.monotonic() - run.epoch_started),
                 run.rank,
             )
-            if epoch < cfg.epochs:
+            if epoch < run.epochs and run.epoch_saves is not None:
                 # torchtune's layout: the model after each epoch, so a run stopped later keeps it
-                where = os.path.join(cfg.output_dir, f"epoch_{epoch - 1}")
+                where = os.path.join(run.output_dir, f"epoch_{epoch - 1}")
                 run.trainer.save_model(where)
                 if run.rank == 0:
                     run.tokenizer.save_pretrained(where)
-                log(
-                    f"saved epoch {epoch} {checkpoint.describe(cfg.recipe.method)} to {where}",
-                    run.rank,
-                )
+                log(f"saved epoch {epoch} {run.epoch_saves} to {where}", run.rank)
                 control.should_save = True  # and a resumable checkpoint
 
         def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -308,13 +326,12 @@ def make_callback(run: Run) -> Any:
     return Progress()
 
 
-def steps_per_epoch(batches: int, examples: int, cfg: config_mod.TrainConfig, world: int) -> int:
+def steps_per_epoch(batches: int, examples: int, batch_size: int, accum: int, world: int) -> int:
     """Optimizer steps in one epoch, as transformers counts them: ``batches`` (this rank's full
-    batches) over ``gradient_accumulation_steps``, the last step taking what remains."""
+    batches) over ``accum`` (gradient accumulation steps), the last step taking what remains."""
     if batches == 0:
         raise TrainerError(
             f"dataset too small: {examples} examples over {world} process(es) do not fill one "
-            f"batch of batch_size={cfg.batch_size} on each; lower batch_size or add rows"
+            f"batch of batch_size={batch_size} on each; lower batch_size or add rows"
         )
-    accum = cfg.gradient_accumulation_steps
     return batches // accum + int(batches % accum > 0)

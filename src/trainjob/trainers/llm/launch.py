@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
-from trainjob import extras
+from trainjob import cores, extras
 from trainjob.trainers.llm import argv as argv_mod
 from trainjob.trainers.llm import checkpoint, data, export, model, train
 from trainjob.trainers.llm import config as config_mod
@@ -69,8 +69,13 @@ def run_torchrun(args: Sequence[str]) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
+    parsed = torchrun.get_args_parser().parse_args(list(args))
+    workers = str(parsed.nproc_per_node)
+    if cores.ENV not in os.environ and workers.isdigit() and int(workers) > 1:
+        # each worker its share of this node's cores (torchrun would give each one thread)
+        os.environ[cores.ENV] = str(cores.share(int(workers)))
     try:
-        torchrun.run(torchrun.get_args_parser().parse_args(list(args)))  # type: ignore[no-untyped-call]
+        torchrun.run(parsed)  # type: ignore[no-untyped-call]
     except SignalException as exc:
         # Ctrl-C or SIGTERM (a pod being deleted): torchrun has stopped the workers already.
         name = signal.Signals(exc.sigval).name

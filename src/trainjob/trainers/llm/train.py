@@ -142,14 +142,19 @@ def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtyp
             rank,
         )
     batches = len(trainer.get_train_dataloader())
-    steps = engine.steps_per_epoch(batches, len(trainer.train_dataset), cfg, world)
+    steps = engine.steps_per_epoch(
+        batches, len(trainer.train_dataset), cfg.batch_size, cfg.gradient_accumulation_steps, world
+    )
     per_epoch = min(steps, cfg.max_steps_per_epoch or steps)
     run = engine.Run(
-        cfg=cfg,
         rank=rank,
+        epochs=cfg.epochs,
+        output_dir=cfg.output_dir,
         steps_per_epoch=steps,
         epoch_steps=per_epoch,
+        total_steps=cfg.epochs * per_epoch,
         tokenizer=tokenizer,
+        epoch_saves=checkpoint.describe(rec.method),
         trainer=trainer,
     )
     trainer.run = run

@@ -1,0 +1,113 @@
+"""The TRL methods this front end runs and their command line, parsed by TRL's own parsers.
+
+``trl sft ...`` and ``trl dpo ...`` take the flags of TRL's ``trl.scripts.sft`` and
+``trl.scripts.dpo`` (script, training and model arguments, plus ``--config file.yaml``): the
+parser is the one each script builds, so a flag means here what it means to TRL. Two defaults
+differ, because the run happens in a TrainJob pod: on a machine without a CUDA GPU the run is
+fp32 on the CPU (TRL would refuse its own bf16 default there unless told ``--use_cpu``);
+tqdm bars, which make a pod's log unreadable, are off unless ``--disable_tqdm`` is given; and DDP
+does not search for unused parameters unless ``--ddp_find_unused_parameters`` says so.
+Called by :mod:`.launch` (to check before starting processes) and :mod:`.train` (each rank).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from trainjob.trainers.llm.errors import TrainerError
+
+METHODS = {"sft": "trl.scripts.sft", "dpo": "trl.scripts.dpo"}
+"""Method (the ``trl`` subcommand, KEP-626's ``TRLMethod`` value) -> the TRL script whose parser
+and arguments it takes."""
+
+USAGE = "trl {sft,dpo} --model_name_or_path PATH --dataset_name PATH [--flag value ...]"
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parsed ``trl METHOD ...`` command line."""
+
+    method: str
+    script: Any
+    """TRL's ScriptArguments: dataset_name, dataset_config, dataset_train_split, ..."""
+    training: Any
+    """TRL's SFTConfig or DPOConfig (transformers' TrainingArguments)."""
+    model: Any
+    """TRL's ModelConfig: model_name_or_path, dtype, use_peft, lora_r, ..."""
+    argv: tuple[str, ...]
+    """The flags as given (after the method)."""
+
+
+def method_of(argv: Sequence[str]) -> str:
+    """The method (first word) of ``argv``, checked; :class:`TrainerError` with the usage."""
+    if not argv:
+        raise TrainerError(f"no method given; usage: {USAGE}")
+    method = argv[0]
+    if method not in METHODS:
+        raise TrainerError(
+            f'unknown method "{method}"; trainjob\'s trl runs {", ".join(METHODS)} (usage: {USAGE})'
+        )
+    return method
+
+
+def given(flags: Sequence[str], name: str) -> bool:
+    """Whether ``--name`` (or ``--name=...``) is among ``flags``."""
+    return any(f == f"--{name}" or f.startswith(f"--{name}=") for f in flags)
+
+
+def with_defaults(flags: Sequence[str], cuda: bool) -> list[str]:
+    """``flags`` plus this front end's defaults for what the user did not set."""
+    out = list(flags)
+    if not cuda and not given(out, "use_cpu"):
+        out.append("--use_cpu")
+        if not given(out, "bf16"):
+            out += ["--bf16", "False"]
+    if not given(out, "disable_tqdm"):
+        out += ["--disable_tqdm", "True"]
+    if not given(out, "ddp_find_unused_parameters"):
+        # transformers says True for any model that is not its own (a peft model): an extra
+        # pass over the autograd graph each step, and a warning on every rank
+        out += ["--ddp_find_unused_parameters", "False"]
+    return out
+
+
+def parse(argv: Sequence[str], cuda: bool) -> Parsed:
+    """``METHOD --flag value ...`` -> :class:`Parsed`; every mistake a :class:`TrainerError`."""
+    method = method_of(argv)
+    flags = list(argv[1:])
+    if given(flags, "max_prompt_length"):
+        raise TrainerError(
+            "--max_prompt_length is not a flag of this TRL (its DPO truncates prompt and "
+            "completion together); use --max_length N"
+        )
+    import warnings
+
+    # transformers' notes on names it renamed (TRL's own defaults use the old ones)
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers(\.|$)")
+    parser = importlib.import_module(METHODS[method]).make_parser(prog=f"trl {method}")
+
+    def error(message: str) -> NoReturn:
+        raise TrainerError(f"trl {method}: {message}")
+
+    parser.error = error  # argparse's own errors become one line, not usage + exit 2
+    try:
+        script, training, model, *_ = parser.parse_args_and_config(
+            with_defaults(flags, cuda), fail_with_unknown_args=True
+        )
+    except (ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrainerError(f"trl {method}: {first}") from None
+    if not model.model_name_or_path:
+        raise TrainerError(
+            f"trl {method}: --model_name_or_path is not set; give the model's directory "
+            "(the model initializer writes /workspace/model)"
+        )
+    if not script.dataset_name:
+        raise TrainerError(
+            f"trl {method}: --dataset_name is not set; give the dataset's directory or file "
+            "(the dataset initializer writes /workspace/dataset)"
+        )
+    return Parsed(method, script, training, model, tuple(flags))

@@ -1,0 +1,96 @@
+"""trainjob's ``trl``: TRL's own parsers read the flags, with the pod's defaults, and every mistake
+is one line; ``PET_*`` decides torchrun or in-process; the local backend runs it for ``trl``."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainjob.trainers.llm.errors import TrainerError
+from trainjob.trainers.llm.trl import launch, methods
+
+pytest.importorskip("trl")
+
+BASE = ["--model_name_or_path", "/m", "--dataset_name", "/d", "--output_dir", "/o"]
+
+
+def test_trls_own_parser_reads_the_flags_with_fp32_on_a_cpu_and_no_tqdm() -> None:
+    p = methods.parse(["dpo", *BASE, "--beta", "0.2", "--use_peft", "--lora_r", "4"], cuda=False)
+    assert p.method == "dpo"
+    assert (p.training.beta, p.training.use_cpu, p.training.bf16) == (0.2, True, False)
+    assert p.training.disable_tqdm is True
+    assert (p.model.use_peft, p.model.lora_r) == (True, 4)
+    assert (p.script.dataset_name, p.training.output_dir) == ("/d", "/o")
+    assert p.training.learning_rate == 1e-6  # TRL's DPO default, untouched
+
+
+def test_on_a_gpu_trls_defaults_stay() -> None:
+    assert methods.with_defaults(BASE, cuda=True) == [
+        *BASE,
+        "--disable_tqdm",
+        "True",
+        "--ddp_find_unused_parameters",
+        "False",
+    ]
+    assert "--use_cpu" not in methods.with_defaults([*BASE, "--bf16", "True"], cuda=True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param([], "no method given; usage: trl {sft,dpo}", id="no method"),
+        pytest.param(
+            ["kto", *BASE], 'unknown method "kto"; trainjob\'s trl runs sft, dpo', id="kto"
+        ),
+        pytest.param(
+            ["sft", *BASE, "--no_such_flag", "1"],
+            "trl sft: Some specified arguments are not used by the HfArgumentParser",
+            id="an unknown flag",
+        ),
+        pytest.param(
+            ["sft", *BASE, "--learning_rate", "fast"],
+            "trl sft: argument --learning_rate/--learning-rate: invalid float value: 'fast'",
+            id="a malformed value",
+        ),
+        pytest.param(
+            ["dpo", *BASE, "--max_prompt_length", "64"],
+            "--max_prompt_length is not a flag of this TRL",
+            id="a flag TRL dropped",
+        ),
+        pytest.param(
+            ["sft", "--dataset_name", "/d"],
+            "trl sft: --model_name_or_path is not set",
+            id="no model",
+        ),
+    ],
+)
+def test_a_bad_command_line_is_one_line_naming_what_to_fix(argv: list[str], message: str) -> None:
+    with pytest.raises(TrainerError) as err:
+        methods.parse(argv, cuda=False)
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        pytest.param({}, 1, id="no PET env: one process, in-process"),
+        pytest.param({"PET_NNODES": "2", "PET_NPROC_PER_NODE": "1"}, 2, id="2 nodes"),
+        pytest.param({"PET_NNODES": "1", "PET_NPROC_PER_NODE": "auto"}, None, id="auto: torchrun"),
+    ],
+)
+def test_pet_env_decides_how_many_processes(env: dict[str, str], want: int | None) -> None:
+    assert launch.processes(env) == want
+
+
+def test_the_local_backend_runs_trainjobs_trl_even_where_trls_cli_is_installed() -> None:
+    import os
+    import shutil
+    import sys
+
+    from trainjob.local import pods
+
+    venv_bin = os.path.dirname(sys.executable)
+    if shutil.which("trl", path=venv_bin) is None:
+        pytest.skip("TRL's trl CLI is not installed beside this interpreter")
+    argv = pods.resolve_command(["trl", "sft", *BASE], venv_bin, "node-0")
+    assert argv == [sys.executable, "-m", "trainjob.trainers.llm.trl", "sft", *BASE]
