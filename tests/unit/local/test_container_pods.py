@@ -207,3 +207,26 @@ def test_settings_travel_through_the_store_as_json() -> None:
     assert ContainerSettings.from_json(s.to_json()) == s
     with pytest.raises(ValueError, match="pull_policy must be one of IfNotPresent, Always, Never"):
         ContainerSettings(pull_policy="Sometimes")
+
+
+def test_the_checkpoint_dir_is_mounted_and_named_inside_and_kept_volumes_are_mounted(
+    tmp_path: Path,
+) -> None:
+    """$TRAINJOB_CHECKPOINT_DIR is a host directory: the container gets it at its own path; a
+    kept volume (a job's outputs) is mounted from where trainjob.local.outputs keeps it; the Job
+    controller's $JOB_COMPLETION_INDEX is set, and the pod's own env wins over the extra env."""
+    plan = _plan({"numNodes": 2, "command": ["python", "-c", "print(1)"],
+                  "env": [{"name": "TRAINJOB_RESTART_ATTEMPT", "value": "own"}]})  # fmt: skip
+    ctx = _ctx(tmp_path, plan)
+    node1 = [t for t in pods.pod_templates(plan, "u") if t.job == "node"][1]
+    mounted = [m["name"] for c in node1.spec["containers"] for m in c.get("volumeMounts") or ()]
+    kept = {name: tmp_path / "outputs" / name for name in mounted}
+    extra = {"TRAINJOB_CHECKPOINT_DIR": str(tmp_path / "ckpt"), "TRAINJOB_RESTART_ATTEMPT": "2"}
+    (ctr,) = cpod.build_pod(node1, plan, tmp_path / "vols", ctx, kept, extra).containers
+    assert isinstance(ctr, cpod.ContainerProcess)
+    assert ctr.env["TRAINJOB_CHECKPOINT_DIR"] == cpod.CHECKPOINT_MOUNT
+    assert f"{tmp_path / 'ckpt'}:{cpod.CHECKPOINT_MOUNT}" in _opts(ctr.argv, "-v")
+    assert ctr.env["JOB_COMPLETION_INDEX"] == "1"
+    assert ctr.env["TRAINJOB_RESTART_ATTEMPT"] == "own"
+    for name, host in kept.items():
+        assert any(v.startswith(f"{host}:") for v in _opts(ctr.argv, "-v")), name
