@@ -114,8 +114,10 @@ def test_a_job_that_keeps_failing_fails_after_max_restarts(tmp_path: Path) -> No
         ex.wait("bad", timeout=TIMEOUT)
     s = err.value.state
     assert (s.phase, s.reason, s.restarts) == ("Failed", "ReachedMaxRestarts", 1)
-    assert s.message == (
+    # JobSet's words, then which step and rank failed first and how (the local backend's)
+    assert s.message.startswith(
         "jobset failed due to reaching max number of restarts (first failed job: bad-node-0)"
+        '; first failed: node-0 (rank 0): container "node" failed: exit code 7'
     )
     assert s.pods[0].exit_code == 7
 
@@ -126,8 +128,9 @@ def test_without_a_failure_policy_one_failed_pod_fails_the_job(
     ex.submit(L.trainjob("once", "raise SystemExit(2)"), cwd=str(tmp_path))
     s = ex.wait("once", phases={"Failed"}, timeout=TIMEOUT)
     assert s.reason == "FailedJobs"
-    assert (
-        s.message == "jobset failed due to one or more job failures (first failed job: once-node-0)"
+    assert s.message == (
+        "jobset failed due to one or more job failures (first failed job: once-node-0)"
+        '; first failed: node-0 (rank 0): container "node" failed: exit code 2'
     )
     assert _conditions(ex, "once")["Failed"][1] == "FailedJobs"
 

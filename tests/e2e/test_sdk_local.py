@@ -133,12 +133,15 @@ def test_follow_yields_lines_as_they_are_written(client: TrainerClient) -> None:
 def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client: TrainerClient) -> None:
     name = client.train(runtime="plain-python", trainer=CustomTrainer(func=f.fail))
     polls: list[str] = []
-    # the error says why, as the events do: the JobSet's verdict, then the failed pod's log
-    why = r": jobset failed .*-node-0-0-\w+: .*its log says: boom: training failed on purpose$"
-    with pytest.raises(RuntimeError, match=f"^TrainJob {name} is Failed{why}"):
+    # the error says why: the JobSet's verdict, the step and rank that failed first with what
+    # its log says, then its last lines
+    why = r": jobset failed .*; first failed: node-0 \(rank 0\): .*its log says: boom: training"
+    with pytest.raises(RuntimeError, match=f"^TrainJob {name} is Failed{why}") as caught:
         client.wait_for_job_status(
             name, timeout=300, polling_interval=1, callbacks=[lambda j: polls.append(j.status)]
         )
+    assert "\nlast lines of node-0's log:\n" in str(caught.value)
+    assert str(caught.value).endswith("boom: training failed on purpose")
     assert polls[-1] == "Failed" and "Failed" not in polls[:-1]  # the first Failed poll raises
     assert (
         client.wait_for_job_status(name, {"Failed"}, timeout=10, polling_interval=1).status

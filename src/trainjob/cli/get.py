@@ -330,6 +330,11 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
         field(k, v)
     if s.message:
         field("Message", s.message)
+    failure = ex.failure(name, namespace, s)
+    if failure is not None:  # which step and rank failed first, how, its last log lines
+        field("Failure", failure.summary())
+        if failure.tail:
+            field("", failure.tail_text().replace("\n", "\n" + " " * 12))
     status = tj.status
     print_section(
         "Conditions",

@@ -47,6 +47,7 @@ from trainjob.errors import (
     TrainJobError,
 )
 from trainjob.executor import model as st
+from trainjob.executor import triage
 from trainjob.executor.base import Executor
 from trainjob.executor.model import JobState
 from trainjob.executor.steps import default_step, parse_step, step_name
@@ -162,18 +163,21 @@ def _started(job: str, index: int, job_index: int) -> Callable[[JobState], bool]
     return started
 
 
-def finish(s: JobState) -> None:
-    """Report a finished job on stderr; exit 1 when it failed."""
+def finish(s: JobState, ex: Executor | None = None) -> None:
+    """Report a finished job on stderr; exit 1 when it failed, saying which step and rank failed
+    first, how, and (with ``ex``) its last log lines."""
     took = ""
     start, end = times.parse(s.started or s.created), times.parse(s.completed)
     if start is not None and end is not None:
         took = f" in {age(s.started or s.created, end)}"
     if s.phase == st.FAILED:
         why = f"{s.reason}: {s.message}"
-        failed = [p for p in s.pods if p.phase == st.POD_FAILED and p.exit_code is not None]
-        if failed:  # what the first failed step said (its exit, the error in its log)
-            p = failed[0]
-            why += f"; {step_name(*p.step)}: {p.message}"
+        failure = ex.failure(s.name, s.namespace, s) if ex is not None else triage.failure(s)
+        if failure is not None:
+            said = triage.says_first_failed(s.message)
+            why += ("" if said else f"; {failure.summary()}") + (
+                f"\n{failure.tail_text()}" if failure.tail else ""
+            )
         raise TrainJobError(f"{RESOURCE}/{s.name} Failed{took}: {why}")
     err.print(f"{RESOURCE}/{s.name} {s.phase}{took}")
 
@@ -232,7 +236,7 @@ def run_command(
             if follow:
                 _follow_run(ex, name, ns)
             elif wait:
-                finish(watch(ex, name, ns))
+                finish(watch(ex, name, ns), ex)
         except KeyboardInterrupt:
             err.print(
                 f"{RESOURCE}/{name} goes on running (Ctrl-C only stopped watching it): "
@@ -266,7 +270,7 @@ def _follow_run(ex: Executor, name: str, ns: str) -> None:
         watch(ex, name, ns, until=_started(job, index, job_index))
         for line in ex.logs(name, ns, job, index, follow=True, job_index=job_index):
             echo(line, flush=True)
-    finish(watch(ex, name, ns, quiet=True))
+    finish(watch(ex, name, ns, quiet=True), ex)
 
 
 # -- logs and mutations -------------------------------------------------------------------------

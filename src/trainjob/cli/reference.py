@@ -30,6 +30,13 @@ INTRO = """\
 `error: ...` and exit codes 0 (done), 1 (the request failed: a bad manifest, a missing job, a job
 that failed under `--wait`), 2 (a usage error: an unknown flag) and 130 (interrupted).
 
+kubectl's habits hold: `apply -f` (created, unchanged, or suspended/resumed by `spec.suspend`),
+`get trainjob/NAME` and `describe runtime NAME`, `get -l team=ml,env!=prod`, `--sort-by
+.metadata.name`, `--no-headers`, `-o jsonpath='{.items[*].metadata.name}'` (a List whenever no
+name is given, as kubectl prints), `delete --all|-l SELECTOR|-f FILE`, and `logs --tail N`,
+`--timestamps`, `-p` (the attempt before the last restart). Ctrl-C during `run --follow` stops
+watching, not the job, and says how to follow or stop it again.
+
 Jobs run on this machine unless `--backend kubernetes` (or `TRAINJOB_BACKEND=kubernetes`) comes
 before the command; then every job command acts on the cluster of the kubeconfig (`--kubeconfig`,
 `--context`), and `-n` defaults to the context's namespace. The same YAML runs either way

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from trainjob.executor import model
+from trainjob.executor import model, triage
 from trainjob.executor.model import (
     Event,
     JobFailedError,
@@ -140,6 +140,19 @@ class Executor(abc.ABC):
         report a job made (the local store) overrides it and sets that flag."""
         sample = model.trainer_status_sample(self.state(name, namespace).trainjob)
         return [sample][since:] if sample is not None else []
+
+    def failure(
+        self, name: str, namespace: str, state: JobState | None = None
+    ) -> triage.Failure | None:
+        """Why a Failed job failed (:mod:`trainjob.executor.triage`): the step and rank that
+        failed first, its exit code or signal, its last log lines; None unless Failed."""
+        s = state if state is not None else self.state(name, namespace)
+        return triage.failure(
+            s,
+            lambda p: self.logs(
+                name, namespace, p.job, p.index, job_index=p.job_index, tail=triage.TAIL_LINES
+            ),
+        )
 
     def log_location(self, name: str, namespace: str) -> str | None:
         """Where the job's logs are kept, when they are files a user can open (``describe``)."""

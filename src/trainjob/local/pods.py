@@ -520,6 +520,28 @@ def missing_extras(argv: list[str], env: Mapping[str, str]) -> str | None:
     return None
 
 
+_SHELLS = ("bash", "sh", "/bin/bash", "/bin/sh", "/usr/bin/bash")
+# A script that installs something may install its launcher: it is left to run.
+_INSTALLS = re.compile(
+    r"\b(?:pip3?|uv pip|conda|mamba|micromamba|apt-get|apt)\s+install\b|PACKAGES=\("
+)
+
+
+def script_launcher_missing(argv: list[str], path: str) -> str | None:
+    """The launcher (``torchrun``, ``mpirun``, ...) a ``bash -c SCRIPT`` container ends by running
+    and this machine lacks, as a line naming what to install; None when it is there, the script
+    installs things first (the SDK's ``packages_to_install``), or it ends otherwise. The SDK's
+    CustomTrainer runs as such a script: without this a base install started the job and failed
+    it with ``torchrun: command not found`` in its log."""
+    if len(argv) != 3 or argv[0] not in _SHELLS or argv[1] != "-c" or _INSTALLS.search(argv[2]):
+        return None
+    lines = [line.strip() for line in argv[2].splitlines() if line.strip()]
+    words = lines[-1].split() if lines else []
+    if not words or words[0] not in INSTALL_HINTS or shutil.which(words[0], path=path):
+        return None
+    return f"command {words[0]!r} not found: {INSTALL_HINTS[words[0]]}"
+
+
 def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
     """``argv`` once its executable is found here (``python`` is this interpreter; ``tune``
     without torchtune is trainjob's LLM trainer), or a PodConfigError saying what to install."""
@@ -614,7 +636,9 @@ def build_pod(
         if cores.ENV not in full_env:  # this pod's share of the cores its siblings also use
             full_env[cores.ENV] = str(cores.share(local_processes(pod, objects, full_env)))
         argv = resolve_command(argv, full_env.get("PATH", path), where)
-        missing = missing_extras(argv, full_env)
+        missing = missing_extras(argv, full_env) or script_launcher_missing(
+            argv, full_env.get("PATH", path)
+        )
         if missing:
             raise PodConfigError(f"{where}: {missing}")
         checks = probes.parse(

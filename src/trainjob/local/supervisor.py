@@ -43,6 +43,8 @@ from trainjob.core import jobset as js
 from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
+from trainjob.executor import triage
+from trainjob.executor.steps import step_name
 from trainjob.local import files, logfiles, mpi, outputs, pods, procs, ptree, status, volumes
 from trainjob.local import home as homes
 from trainjob.local import runner as runners
@@ -85,6 +87,7 @@ class Supervisor:
         self.rows: dict[Key, PodRow] = {}
         self.failures: dict[tuple[str, int], int] = {}
         self.virtual: set[Key] = set()
+        self.first_failure = ""  # "node-1 (rank 1): container ... failed: ..." of this attempt
         self.events: list[EventRow] = []
         self.dirty = True
         js_spec = self.plan.jobset.get("spec") or {}
@@ -188,6 +191,7 @@ class Supervisor:
 
     def new_attempt(self) -> None:
         """Create the pods of a (re)started JobSet, all Pending."""
+        self.first_failure = ""
         self.templates = pods.pod_templates(self.plan, self.uid, self.restarts)
         self.runs = {}
         self.failures = {}
@@ -359,6 +363,10 @@ class Supervisor:
                     ready=False,
                 )
                 self.event("Warning", "Failed", what, "Pod", t.name)
+                if not self.first_failure:  # the one the job's Failed message names
+                    who = step_name(t.job, t.index, t.job_index)
+                    rank = f" (rank {t.index})" if t.job == "node" else ""
+                    self.first_failure = f"{who}{rank}: {what}"
                 jk = (key[0], key[1])
                 self.failures[jk] = self.failures.get(jk, 0) + 1
                 if self.failures[jk] <= t.backoff_limit:
@@ -483,7 +491,8 @@ class Supervisor:
         self.event(
             "Warning",
             js.REASON_RESTARTING,
-            f"restarting jobset, attempt {self.restarts}",
+            f"restarting jobset, attempt {self.restarts}"
+            + (f" (first failed: {self.first_failure})" if self.first_failure else ""),
             "JobSet",
             self.jobset_name,
         )
@@ -497,6 +506,8 @@ class Supervisor:
         return bool(states) and (any(states) if operator == "Any" else all(states))
 
     def fail(self, reason: str, message: str) -> None:
+        if self.first_failure:  # which step and rank failed first, how (control chars escaped)
+            message = f"{message}{triage.FIRST_FAILED}{self.first_failure}"
         self.stop_pods(st.POD_FAILED, "")
         ts = times.now()
         status.failed(self.status, reason, message, ts)

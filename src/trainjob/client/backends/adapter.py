@@ -23,6 +23,7 @@ from trainjob.client import steps as sdk_steps
 from trainjob.client.backends.base import RuntimeBackend
 from trainjob.client.status import parse_time
 from trainjob.errors import NotFoundError
+from trainjob.executor import triage
 from trainjob.executor.base import Executor
 from trainjob.executor.model import FAILED, POD_PENDING, SUSPENDED, JobState
 
@@ -185,6 +186,13 @@ class ExecutorBackend(RuntimeBackend):
         with self._errors(f"get {c.TRAINJOB_KIND}: {self.namespace}/{name}", name):
             state = self.executor.state(name, self.namespace)
         verdict = (state.message or state.reason) if state.phase == FAILED else ""
+        failure = self.executor.failure(name, self.namespace, state)
+        if failure is not None:  # the first failed step and rank, how, its last log lines
+            said = triage.says_first_failed(verdict)
+            return "\n".join(
+                [verdict if said else f"{verdict}; {failure.summary()}"]
+                + ([failure.tail_text()] if failure.tail else [])
+            )
         events = status.failure_from_events(self.get_job_events(name))
         if verdict and verdict not in events:
             return f"{verdict}; {events}" if events else verdict

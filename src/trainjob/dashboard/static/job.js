@@ -21,6 +21,13 @@
     return isNaN(t) || isNaN(t0) ? i : (t - t0) / 1000;
   }
 
+  function num(v) {
+    // An axis label: 0.0001 as 1e-4, 12345 as 1.23e+4, the rest with up to 4 significant digits.
+    if (v === null || v === undefined) return "";
+    const a = Math.abs(v);
+    return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(2).replace(/\.?0+e/, "e") : String(+v.toPrecision(4));
+  }
+
   function metricNames() {
     const names = new Set();
     for (const p of points) for (const k of Object.keys(p.values)) if (k !== "step") names.add(k);
@@ -47,8 +54,8 @@
           width: Math.min(560, Math.max(320, box.clientWidth / 2 - 24)), height: 220,
           scales: { x: { time: false } },
           series: [{ label: xLabel }, { label: m, stroke: "#2563eb", width: 2, points: { show: xs.length < 60 } }],
-          axes: [{ label: xLabel }, {}],
-          legend: { live: true },
+          axes: [{ label: xLabel }, { size: 64, values: (u, vals) => vals.map(num) }],
+          legend: { show: false },
         };
         c = { el, plot: typeof uPlot === "function" ? new uPlot(opts, [xs, ys], el) : null };
         charts.set(m, c);
@@ -129,7 +136,9 @@
       TJ.fill(sel, ...steps.map((s) => h("option", { value: s }, s)));
       if (logStep && steps.includes(logStep)) sel.value = logStep;
     }
-    if (!logStep && steps.length) openLog(steps[0]);
+    // First the trainer's first pod (launcher-0 for MPI, else node-0), as `trainjob logs` does.
+    const first = steps.find((x) => x === "launcher-0") || steps.find((x) => x === "node-0") || steps[0];
+    if (!logStep && first) openLog(first);
   }
 
   // -- logs -----------------------------------------------------------------------------------
