@@ -84,6 +84,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
+    "TTLSecondsAfterFinished": "trainjob.client.options",
     "BuiltinTrainer": "trainjob.client.types",
     "ConfigTrainer": "trainjob.client.types",
     "ContainerBackendConfig": "trainjob.client.config",
@@ -177,6 +178,7 @@ __all__ = [
     "S3ModelInitializer",
     "TRLConfig",
     "TRLMethod",
+    "TTLSecondsAfterFinished",
     "TorchTuneConfig",
     "TorchTuneInstructDataset",
     "TrainJobError",

@@ -100,11 +100,11 @@ def until(what: str, check: Callable[[], Any], timeout: float = 60.0, every: flo
         time.sleep(every)
 
 
-def screenshot(page: Any, name: str) -> Path:
-    """A full-page PNG under the artifacts folder."""
+def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """A PNG of the page (the whole of it, or what the window shows) under the artifacts."""
     path = ARTIFACTS / "dashboard" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
 
 

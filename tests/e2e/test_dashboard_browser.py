@@ -6,12 +6,18 @@
 - its log streams: lines show while the job still runs, to the end of the log;
 - a log line that is HTML stays text (no element, no script);
 - delete asks first: cancelling keeps the job, confirming deletes it and the row goes;
+- a job reporting progress (``trainjob.update_trainjob_status``): its loss curve is drawn while it
+  runs and ends with as many points as it reported; and the issue's demo, the 2-node LoRA
+  fine-tune of examples/llm-lora.yaml, watched the same way (both need the local backend to keep
+  progress reports: skipped, saying so, until it does);
 - screenshots of the pages are saved as artifacts (build/test-artifacts/dashboard/, or
   ``$TRAINJOB_TEST_ARTIFACTS``), and the browser checks they are not blank.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,7 @@ from typing import Any
 import pytest
 from tests.e2e import local_jobs
 from tests.e2e.dashboard_browser import (
+    ROOT,
     Dashboard,
     assert_not_blank,
     screenshot,
@@ -133,3 +140,136 @@ def test_a_running_job_in_the_browser(
     page.wait_for_url(dashboard.url + "/", timeout=30_000)  # the page goes back to the Jobs
     until("the row gone", lambda: jobs.locator(f"tr[data-key='{key}']").count() == 0, 30)
     assert problems == []
+
+
+REPORTS = 4
+# Node 0 reports progress REPORTS times with trainjob.update_trainjob_status (the KEP-2779
+# endpoint its supervisor serves; the helper sends at most one update each 5 s) with a falling
+# loss; node 1 prints ticks for as long.
+REPORTING = f"""
+import os, time
+import trainjob
+index = int(os.environ["INDEX"])
+reported = step = 0
+while reported < {REPORTS} and step < 100:  # bounded: a job that cannot report still ends
+    step += 1
+    print(f"tick {{step}} node {{index}}", flush=True)
+    if index == 0 and trainjob.update_trainjob_status(
+        progress_percent=int(100 * (reported + 1) / {REPORTS}),
+        estimated_remaining_seconds=5 * ({REPORTS} - reported - 1),
+        metrics={{"loss": 2.0 / (reported + 1), "step": step, "learning_rate": 1e-4}},
+    ):
+        reported += 1
+        print(f"reported {{reported}} at step {{step}}", flush=True)
+    elif index == 1 and step >= 11 * {REPORTS}:
+        break
+    time.sleep(0.5)
+print("done", flush=True)
+"""
+
+
+needs_reports = pytest.mark.skipif(
+    not LocalExecutor.keeps_metric_history,
+    reason="the local backend does not keep progress reports yet (issue 10's status endpoint)",
+)
+
+
+@needs_reports
+def test_the_loss_curve_grows_as_the_job_reports(
+    home: Path, dashboard: Dashboard, browser: Any, tmp_path: Path
+) -> None:
+    ex = LocalExecutor(home)
+    problems: list[str] = []
+    ex.submit(
+        local_jobs.trainjob("curves", REPORTING, nodes=2), [local_jobs.runtime()], cwd=str(tmp_path)
+    )
+    jobs, _ = open_page(browser, dashboard.url + "/", problems)
+    page, navigations = open_page(browser, dashboard.url + "/jobs/default/curves", problems)
+    chart = page.locator(".chart[data-metric='loss']")
+    until("a loss curve", lambda: chart.count() == 1, 90)
+    early = int(chart.get_attribute("data-points") or 0)
+    assert 1 <= early < REPORTS, early  # drawn while the job runs ...
+    assert ex.state("curves", "default").phase == "Running"
+    row = jobs.locator("tr[data-key='default/curves']")
+    until("progress on the Jobs page", lambda: row.locator(".bar").count() == 1, 30)
+    assert_not_blank(browser, screenshot(jobs, "jobs-progress.png"))
+    until("Complete", lambda: page.locator("#head [data-phase='Complete']").count() == 1, 120)
+    # ... and grew to every report the job made, the last one its last loss.
+    history = ex.metric_history("curves", "default")
+    assert len(history) == REPORTS
+    until(f"{REPORTS} points", lambda: chart.get_attribute("data-points") == str(REPORTS), 30)
+    assert chart.get_attribute("data-last") == str(2.0 / REPORTS)
+    assert page.locator(".chart[data-metric='learning_rate']").count() == 1
+    assert page.locator(".chart[data-metric='step']").count() == 0  # the x axis
+    assert "reported 4 at step" in (page.locator("#log").text_content() or "")
+    until(
+        "the last loss on the Jobs page", lambda: row.locator("td.loss").text_content() == "0.5", 30
+    )
+    assert row.locator(".bar .pct").text_content() == "100%"
+    # A page opened after the job ended draws the whole curve from the kept history.
+    late, _ = open_page(browser, dashboard.url + "/jobs/default/curves", problems)
+    late_chart = late.locator(".chart[data-metric='loss']")
+    until("the whole curve", lambda: late_chart.get_attribute("data-points") == str(REPORTS), 30)
+    assert_not_blank(browser, screenshot(late, "job-curves.png"))
+    assert len(navigations) == 1, navigations
+    assert problems == []
+
+
+@needs_reports
+def test_llm_fine_tune_in_the_dashboard(
+    home: Path, dashboard: Dashboard, browser: Any, tmp_path: Path
+) -> None:
+    """The issue's demo: the 2-node LoRA fine-tune of examples/llm-lora.yaml (the built-in
+    torchtune runtime, its initializers, the LLM trainer reporting through transformers'
+    Kubeflow callback) watched in the browser: its loss curve grows while it trains, and ends
+    with as many points as it reported."""
+    pytest.importorskip("peft")
+    import yaml
+
+    from trainjob.api.trainer import TrainJob
+    from trainjob.trainers.llm import demo
+
+    demo.main([str(tmp_path / "demo")])
+    doc = yaml.safe_load((ROOT / "examples" / "llm-lora.yaml").read_text())
+    doc["spec"]["initializer"]["dataset"]["storageUri"] = f"file://{tmp_path}/demo/dataset"
+    doc["spec"]["initializer"]["model"]["storageUri"] = f"file://{tmp_path}/demo/model"
+    # More epochs than the example's 3 (seconds of training, one report of the throttled 5 s):
+    # long enough for several reports, so the curve is seen to grow.
+    args = doc["spec"]["trainer"]["args"]
+    doc["spec"]["trainer"]["args"] = ["epochs=40" if a.startswith("epochs=") else a for a in args]
+    ex = LocalExecutor(home)
+    ex.submit(TrainJob.model_validate(doc), cwd=str(tmp_path))
+    problems: list[str] = []
+    page, navigations = open_page(browser, dashboard.url + "/jobs/default/llm-lora", problems)
+    until("Running", lambda: page.locator("#head [data-phase='Running']").count() == 1, 300)
+    chart = page.locator(".chart[data-metric='loss']")
+    until("a loss curve", lambda: chart.count() == 1, 600, every=1)
+    seen = int(chart.get_attribute("data-points") or 0)
+    until(
+        "Complete",
+        lambda: (
+            page.locator("#head [data-phase='Complete']").count() == 1
+            or page.locator("#head [data-phase='Failed']").count() == 1
+        ),
+        900,
+        every=1,
+    )
+    assert ex.state("llm-lora", "default").phase == "Complete"
+    reported = ex.metric_history("llm-lora", "default")
+    with_loss = [s for s in reported if s.number("loss") is not None]
+    until(
+        "every loss reported", lambda: chart.get_attribute("data-points") == str(len(with_loss)), 30
+    )
+    assert len(with_loss) > seen >= 1, (seen, len(with_loss))  # it grew
+    assert float(chart.get_attribute("data-last") or "nan") == with_loss[-1].number("loss")
+    until(
+        "the log", lambda: "saved LoRA adapter" in (page.locator("#log").text_content() or ""), 60
+    )
+    assert "Output" in (page.locator("#summary").text_content() or "")
+    assert_not_blank(browser, screenshot(page, "job-llm-lora.png"))
+    # The top of the page, for README's picture (TRAINJOB_UPDATE_DOCS_SCREENSHOT=1 writes it).
+    top = screenshot(page, "job-llm-lora-top.png", full_page=False)
+    assert_not_blank(browser, top)
+    if os.environ.get("TRAINJOB_UPDATE_DOCS_SCREENSHOT"):
+        shutil.copyfile(top, ROOT / "docs" / "dashboard-job.png")
+    assert len(navigations) == 1 and problems == []

@@ -32,6 +32,7 @@ from trainjob import (
     HuggingFaceModelInitializer,
     Initializer,
     LocalBackendConfig,
+    LocalProcessBackendConfig,
     TrainerClient,
     TRLConfig,
     TRLMethod,
@@ -65,6 +66,12 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "preferences").mkdir()
     (root / "preferences" / "train.jsonl").write_text("\n".join(json.dumps(r) for r in prefs))
     return root
+
+
+def output_dir(home: Path, name: str) -> Path:
+    """Where the job's ``--output_dir`` is kept (the SDK's ``TrainJob.outputs``)."""
+    job = TrainerClient(LocalProcessBackendConfig(home=str(home))).get_job(name)
+    return Path(job.outputs["output_dir"])
 
 
 def steps(lines: list[str]) -> list[tuple[int, float, float | None]]:
@@ -131,7 +138,7 @@ def test_cli_two_node_lora_sft_on_packed_conversations_learns_and_the_adapter_ge
     first = [loss for epoch, loss, _ in losses if epoch == 1]
     last = [loss for epoch, loss, _ in losses if epoch == 3]
     assert first and last and sum(last) / len(last) < sum(first) / len(first), logs
-    out = home / "jobs/default/trl-sft/volumes/initializer/output"
+    out = output_dir(home, "trl-sft")
     assert (out / "adapter_model.safetensors").is_file(), logs
 
     import torch
@@ -186,5 +193,55 @@ def test_sdk_dpo_on_a_preference_dataset_raises_the_reward_margin(
     assert len(margins) >= 4, logs
     print(f"DPO reward margin: {margins[0]:.4f} -> {margins[-1]:.4f}")
     assert margins[-1] > margins[0] + 0.02, margins
-    out = tmp_path / "home" / f"jobs/default/{name}/volumes/initializer/output"
+    out = Path(job.outputs["output_dir"])  # kept after the job, under $TRAINJOB_HOME/outputs
     assert (out / "model.safetensors").is_file()
+
+
+def test_kep_2839s_command_torchrun_m_trl_scripts_sft_runs_unchanged(
+    sources: Path, tmp_path: Path
+) -> None:
+    """Upstream's proposed TRL runtime runs TRL's own script under torchrun (KEP-2839 Part I:
+    ``command: [torchrun, -m, trl.scripts.sft]``); a TrainJob saying so trains here as written:
+    torchrun reads the Torch plugin's PET_* env, TRL's script loads the initializers' copies."""
+    home = tmp_path / "home"
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "trl-script"},
+        "spec": {
+            "runtimeRef": {"name": "trl-distributed"},
+            "initializer": {
+                "model": {"storageUri": f"file://{sources / 'model'}"},
+                "dataset": {"storageUri": f"file://{sources / 'chat'}"},
+            },
+            "trainer": {
+                "command": ["torchrun", "-m", "trl.scripts.sft"],
+                "args": [
+                    "--model_name_or_path=/workspace/model",
+                    "--dataset_name=/workspace/dataset",
+                    "--output_dir=/workspace/output",
+                    "--use_cpu",
+                    "--bf16=False",
+                    "--max_length=48",
+                    "--per_device_train_batch_size=4",
+                    "--max_steps=2",
+                    "--report_to=none",
+                    "--disable_tqdm=True",
+                ],
+            },
+        },
+    }
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    run = subprocess.run(
+        [*cli.CLI, "run", "-f", str(tmp_path / "job.yaml"), "--wait"],
+        env=cli.local_env(home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    logs = cli.trainjob(home, "logs", "trl-script", "--step", "node-0").stdout
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:] + logs[-3000:]
+    assert "Training completed" in logs, logs
+    out = output_dir(home, "trl-script")
+    assert (out / "model.safetensors").is_file(), logs

@@ -237,7 +237,8 @@ def test_llm_lora_example_fine_tunes_the_demo_model_through_the_torchtune_runtim
     assert s.phase == "Complete", lines[-20:]
     assert any(line.startswith("Epoch 3/3 step 8/8 loss ") for line in lines)
     assert lines[-1].startswith("saved LoRA adapter (peft) to ")
-    out = ex.home / "jobs/default/llm-lora/volumes/initializer/output"
+    # kept after the job (docs/lifecycle.md): $TRAINJOB_HOME/outputs/default/llm-lora/RUN/...
+    out = Path(next(o.location for o in ex.outputs("llm-lora") if o.name == "output_dir"))
     assert (out / "adapter_model.safetensors").is_file()
 
 

@@ -271,7 +271,11 @@ def test_run_wait_ends_with_the_cluster_s_verdict(
     assert stdout == "trainjob.trainer.kubeflow.org/waited created\n"
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("error: trainjob.trainer.kubeflow.org/waited Failed")
-    assert "FailedJobs: jobset failed due to one or more job failures; node-0: Error" in last
+    # the JobSet's reason, then the failure triage's step, rank and exit code (executor/triage)
+    assert (
+        "FailedJobs: jobset failed due to one or more job failures; step node-0 (rank 0) failed "
+        "first: exit code 2"
+    ) in last
 
     # a pod that never left Pending, of a job that has ended: logs -f returns instead of waiting
     kube.create(r.PODS, pod("waited", 1, "Pending")[0], namespace)

@@ -163,6 +163,9 @@ class TrainJobSpec(ApiModel):
     runtime_patches: list[RuntimePatch] | None = None
     suspend: bool | None = False
     active_deadline_seconds: Int64 | None = None
+    # KEP-2899 as amended by kubeflow/trainer#3824: seconds a finished TrainJob is kept
+    # (mutable); the runtime's spec.runPolicy.ttlSecondsAfterFinished when unset.
+    ttl_seconds_after_finished: Int32 | None = None
     managed_by: str | None = c.MANAGED_BY_TRAINER
     # v2.0/v2.1 fields, accepted and translated (see trainjob.api.legacy).
     labels: dict[str, str] | None = None
@@ -196,6 +199,10 @@ class TrainJobStatus(K8sModel):
     conditions: list[Condition] | None = None
     jobs_status: list[JobStatus] | None = None
     trainer_status: TrainerStatus | None = None
+    # KEP-2899 (#3824): when the job's pods were first started (again after a resume), when it
+    # finished (Complete or Failed); RFC 3339.
+    start_time: str | None = None
+    completion_time: str | None = None
 
 
 class TrainJob(ApiModel):
@@ -277,9 +284,17 @@ class JobSetTemplateSpec(ApiModel):
     spec: JobSetSpec = Field(default_factory=JobSetSpec)
 
 
+class RunPolicy(ApiModel):
+    """KEP-2899 (#3824): defaults for the TrainJobs of a runtime, which a TrainJob overrides."""
+
+    active_deadline_seconds: Int64 | None = None
+    ttl_seconds_after_finished: Int32 | None = None
+
+
 class TrainingRuntimeSpec(ApiModel):
     ml_policy: MLPolicy | None = None
     pod_group_policy: PodGroupPolicy | None = None
+    run_policy: RunPolicy | None = None
     template: JobSetTemplateSpec = Field(default_factory=JobSetTemplateSpec)
 
 

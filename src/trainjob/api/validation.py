@@ -106,6 +106,14 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
                 "should be greater than or equal to 1",
             )
         )
+    if spec.ttl_seconds_after_finished is not None and spec.ttl_seconds_after_finished < 0:
+        errs.append(
+            FieldError.invalid(
+                "spec.ttlSecondsAfterFinished",
+                spec.ttl_seconds_after_finished,
+                "should be greater than or equal to 0",
+            )
+        )
     tr = spec.trainer
     if tr is not None:
         if tr.num_nodes is not None and tr.num_nodes < 0:
@@ -337,6 +345,31 @@ def validate_runtime(rt: TrainingRuntime | ClusterTrainingRuntime) -> list[Field
     errs.extend(meta.validate_metadata("metadata", rt.metadata))
     errs.extend(meta.validate_nested_metadata("spec.template", to_dict(rt.spec.template)))
     errs.extend(templates.validate_template(to_dict(rt.spec.template.spec)))
+    run = rt.spec.run_policy
+    if (
+        run is not None
+        and run.active_deadline_seconds is not None
+        and run.active_deadline_seconds < 1
+    ):
+        errs.append(
+            FieldError.invalid(
+                "spec.runPolicy.activeDeadlineSeconds",
+                run.active_deadline_seconds,
+                "should be greater than or equal to 1",
+            )
+        )
+    if (
+        run is not None
+        and run.ttl_seconds_after_finished is not None
+        and run.ttl_seconds_after_finished < 0
+    ):
+        errs.append(
+            FieldError.invalid(
+                "spec.runPolicy.ttlSecondsAfterFinished",
+                run.ttl_seconds_after_finished,
+                "should be greater than or equal to 0",
+            )
+        )
     policy = rt.spec.ml_policy
     if policy is not None:
         set_policies = [n for n in ("torch", "mpi", "jax", "xgboost", "flux") if getattr(policy, n)]

@@ -423,6 +423,23 @@ def trl_args(config: types.TRLConfig, initializer: types.Initializer | None = No
     return args
 
 
+def trl_command(
+    runtime: types.Runtime, config: types.TRLConfig, initializer: types.Initializer | None = None
+) -> tuple[list[str], list[str]]:
+    """``(command, args)`` of a TRLConfig for ``runtime``: ``trl <method> --flag ...`` (trainjob's
+    ``trl-distributed``), or, for a runtime whose command runs a TRL script as a module
+    (KEP-2839's ``torchrun -m trl.scripts.sft``), that command with the method's script
+    (``trl.scripts.dpo`` for DPO) and the flags alone."""
+    args = trl_args(config, initializer)
+    command = list(runtime.trainer.command)
+    if "-m" in command:
+        at = command.index("-m") + 1
+        if at < len(command) and command[at].startswith(c.TRL_SCRIPTS):
+            command[at] = c.TRL_SCRIPTS + config.method.value
+            return command, args[1:]
+    return list(c.TRL_COMMAND), args
+
+
 def framework_of(config: Any) -> str:
     """The runtime framework label a BuiltinTrainer/ConfigTrainer config is for."""
     return c.TRL if isinstance(config, types.TRLConfig) else c.TORCH_TUNE
@@ -456,8 +473,7 @@ def builtin_trainer(
     if resources:
         out["resourcesPerNode"] = runtimes.resources_per_node(resources)
     if isinstance(config, types.TRLConfig):
-        out["command"] = list(c.TRL_COMMAND)
-        out["args"] = trl_args(config, initializer)
+        out["command"], out["args"] = trl_command(runtime, config, initializer)
     else:
         out["command"] = list(runtime.trainer.command)
         out["args"] = torchtune_args(config, initializer)

@@ -78,6 +78,9 @@ TORCH_TUNE_COMMAND = ("tune", "run")
 TORCH_TUNE_INSTRUCT_DATASET = "torchtune.datasets.instruct_dataset"
 TRL = "trl"
 TRL_COMMAND = ("trl",)
+TRL_SCRIPTS = "trl.scripts."
+"""The package of TRL's training scripts, one module per method (KEP-2839's runtime runs
+``torchrun -m trl.scripts.sft``)."""
 MPI_HOSTFILE = "/etc/mpi/hostfile"
 DEFAULT_MPI_USER_HOME = os.getenv("DEFAULT_MPI_USER_HOME", "/home/mpiuser")
 

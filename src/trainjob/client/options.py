@@ -150,6 +150,21 @@ class ActiveDeadlineSeconds:
         job_spec.setdefault("spec", {})["activeDeadlineSeconds"] = self.seconds
 
 
+@dataclass
+class TTLSecondsAfterFinished:
+    """Delete the TrainJob this long after it finished, Complete or Failed
+    (``.spec.ttlSecondsAfterFinished``; KEP-2899): its outputs stay. 0 deletes it at once."""
+
+    seconds: int
+
+    def __post_init__(self) -> None:
+        if type(self.seconds) is not int or not 0 <= self.seconds <= 2**31 - 1:
+            raise ValueError("ttlSecondsAfterFinished must be an integer from 0 to 2147483647")
+
+    def __call__(self, job_spec: dict[str, Any], trainer: Trainer, backend: Any) -> None:
+        job_spec.setdefault("spec", {})["ttlSecondsAfterFinished"] = self.seconds
+
+
 # ---------------------------------------------------------------------------------------------
 # RuntimePatch and the patch tree
 

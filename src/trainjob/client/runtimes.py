@@ -130,7 +130,12 @@ def runtime_from_cr(obj: dict[str, Any]) -> types.Runtime:
     if framework == c.TORCH_TUNE:
         trainer.set_command(c.TORCH_TUNE_COMMAND)
     elif framework == c.TRL:
-        trainer.set_command(c.TRL_COMMAND)
+        # trainjob's `trl`, or KEP-2839's `torchrun -m trl.scripts.sft`: the runtime's own
+        command = ctr.get("command")
+        if isinstance(command, list) and command and all(isinstance(x, str) for x in command):
+            trainer.set_command(tuple(command))
+        else:
+            trainer.set_command(c.TRL_COMMAND)
     elif policy.get("torch") is not None:
         trainer.set_command(TORCH_COMMAND)
     elif policy.get("mpi") is not None:

@@ -44,6 +44,7 @@ from trainjob.controller import runtimes
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
 from trainjob.core import conditions as cond
+from trainjob.core import lifetime, times
 from trainjob.errors import TrainJobError
 from trainjob.kube import events as kevents
 from trainjob.kube import resources as r
@@ -153,13 +154,74 @@ class Reconciler:
 
         tc.set_suspended(conditions, bool(spec.get("suspend")))
         jobs = self.jobs_status(key, tj, conditions)
-        requeue_after = self.check_deadline(key, tj, conditions)
-        self.write_status(key, tj, before, conditions, old_status.get("jobsStatus"), jobs)
+        runtime = self._runtime_defaults(tj, gk)
+        requeue_after = self.check_deadline(key, tj, conditions, runtime)
+        run_times = self.run_times(key, tj, conditions)
+        self.write_status(
+            key, tj, before, conditions, old_status.get("jobsStatus"), jobs, run_times
+        )
         for ev in pending:
             self.recorder.event(tj, ev.type, ev.reason, ev.action, ev.note)
         if failure:
             return Result(retry=True, error=failure)
+        ttl_left = self.check_ttl(key, tj, conditions, runtime)
+        if ttl_left is not None:
+            requeue_after = ttl_left if requeue_after is None else min(requeue_after, ttl_left)
         return Result(requeue_after=requeue_after)
+
+    def _runtime_defaults(self, tj: Obj, gk: object) -> Obj | None:
+        """The runtime (from the cache) when the TrainJob leaves a ``runPolicy`` default to it."""
+        spec = tj.get("spec") or {}
+        if gk not in runtimes.SUPPORTED or (
+            spec.get("activeDeadlineSeconds") is not None
+            and spec.get("ttlSecondsAfterFinished") is not None
+        ):
+            return None
+        return self.cached_runtime(tj)
+
+    # -- KEP-2899 times and TTL ---------------------------------------------------------------------
+    def run_times(self, key: str, tj: Obj, conditions: list[Obj]) -> Obj:
+        """``startTime`` (when the JobSet first ran unsuspended) and ``completionTime`` (the
+        Complete condition's time, as a Job's) to add to the status; {} when nothing changes."""
+        status = tj.get("status") or {}
+        out: Obj = {}
+        running = self.caches.jobsets.get(key) is not None or tc.is_finished(conditions)
+        if not status.get("startTime") and not (tj.get("spec") or {}).get("suspend") and running:
+            out["startTime"] = times.now()
+        complete = cond.find(conditions, c.CONDITION_COMPLETE)
+        if (
+            not status.get("completionTime")
+            and complete is not None
+            and complete.get("status") == cond.TRUE
+        ):
+            out["completionTime"] = complete.get("lastTransitionTime") or times.now()
+        return out
+
+    def check_ttl(
+        self, key: str, tj: Obj, conditions: list[Obj], runtime: Obj | None
+    ) -> float | None:
+        """A finished TrainJob past its ``ttlSecondsAfterFinished`` (else its runtime's
+        ``runPolicy``'s), counted from its Complete/Failed condition, is deleted (its JobSet and
+        pods follow by owner; PVCs JobSet keeps stay); else the seconds left, for a requeue. The
+        count is the status's, so a restarted controller deletes it on time too."""
+        obj = {"spec": tj.get("spec") or {}, "status": {"conditions": conditions}}
+        left = lifetime.ttl_remaining(obj, runtime, self.clock())
+        if left is None or left > 0:
+            return left
+        meta = tj["metadata"]
+        log.info("TrainJob %s finished more than its ttlSecondsAfterFinished ago: deleting", key)
+        try:
+            self.client.delete(
+                r.TRAINJOBS,
+                meta["name"],
+                meta["namespace"],
+                preconditions={"uid": meta["uid"]} if meta.get("uid") else None,
+                ignore_not_found=True,
+            )
+        except ApiError as e:
+            log.warning("deleting %s after its TTL: %s", key, e)
+            return 5.0
+        return None
 
     # -- step 3: the Plan's objects --------------------------------------------------------------
     def reconcile_objects(
@@ -298,8 +360,10 @@ class Reconciler:
         return framework().trainjob_status(tj, owned, conditions)
 
     # -- step 6: active deadline ------------------------------------------------------------------
-    def check_deadline(self, key: str, tj: Obj, conditions: list[Obj]) -> float | None:
-        remaining = st.deadline(tj, conditions, self.clock())
+    def check_deadline(
+        self, key: str, tj: Obj, conditions: list[Obj], runtime: Obj | None = None
+    ) -> float | None:
+        remaining = st.deadline(tj, conditions, self.clock(), runtime)
         if remaining is None:
             return None
         if remaining > 0:
@@ -331,8 +395,9 @@ class Reconciler:
         conditions: list[Obj],
         jobs_before: list[Obj] | None,
         jobs: list[Obj] | None,
+        run_times: Obj | None = None,
     ) -> None:
-        patch: Obj = {}
+        patch: Obj = dict(run_times or {})
         if conditions != before:
             patch["conditions"] = conditions
         if jobs is not None and (jobs or None) != (jobs_before or None):

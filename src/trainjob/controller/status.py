@@ -17,16 +17,19 @@ from typing import Any
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
 from trainjob.core import conditions as cond
-from trainjob.core import times
+from trainjob.core import lifetime, times
 from trainjob.core.conditions import Condition
 
 Obj = dict[str, Any]
 
 
-def deadline(trainjob: Obj, conditions: list[Condition], now: float) -> float | None:
-    """Seconds until ``activeDeadlineSeconds`` runs out (<= 0: exceeded); None if not applicable."""
+def deadline(
+    trainjob: Obj, conditions: list[Condition], now: float, runtime: Obj | None = None
+) -> float | None:
+    """Seconds until ``activeDeadlineSeconds`` (else the runtime's ``runPolicy``'s) runs out
+    (<= 0: exceeded); None if not applicable."""
     spec = trainjob.get("spec") or {}
-    seconds = spec.get("activeDeadlineSeconds")
+    seconds = lifetime.active_deadline(trainjob, runtime)
     if not seconds or tc.is_finished(conditions) or spec.get("suspend"):
         return None
     start = times.parse((trainjob.get("metadata") or {}).get("creationTimestamp"))

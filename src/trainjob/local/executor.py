@@ -33,7 +33,7 @@ from trainjob.api import validation
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
-from trainjob.core import times
+from trainjob.core import lifetime, times
 from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
@@ -91,6 +91,7 @@ class LocalExecutor(Executor):
         self._skipped: set[tuple[str, str, str]] = set()  # damaged rows reported already
         # Pods and event of a job found dead that the store could not record (a full disk).
         self._unwritten: dict[str, tuple[list[PodRow], EventRow]] = {}
+        self._runtime_ttl: dict[str, int | None] = {}  # uid -> its runtime's runPolicy TTL
 
     @property
     def default_namespace(self) -> str:
@@ -135,6 +136,7 @@ class LocalExecutor(Executor):
             suspend=int(suspend),
             runner=self.runner,
         )
+        self.exists(name, ns)  # a finished job of that name whose TTL ran out goes first
         self.store.insert_job(row)
         self.store.put_pods(first_pods)
         try:
@@ -255,7 +257,38 @@ class LocalExecutor(Executor):
         problem = _problem(row)
         if problem:
             raise ConfigError(self._unreadable(row, problem))
+        if row.phase in st.FINISHED and self._expired(
+            namespace, name, row.uid, _object(row.trainjob, row.status)
+        ):
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
         return self._check_alive(row)
+
+    def _expired(self, namespace: str, name: str, uid: str, trainjob: dict[str, Any]) -> bool:
+        """Delete a finished job whose TTL ran out (``ttlSecondsAfterFinished``, else its
+        runtime's ``runPolicy``'s; counted from its Complete/Failed condition), keeping its
+        outputs; True when it was. Checked whenever the job is read, so it holds across
+        restarts of anything: the count is the stored status's."""
+        ttl = (trainjob.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if ttl is None:
+            if uid not in self._runtime_ttl:
+                row = self.store.job(namespace, name)
+                runtime = json.loads(row.runtime) if row is not None and row.runtime else None
+                self._runtime_ttl[uid] = lifetime.ttl_seconds({}, runtime)
+            ttl = self._runtime_ttl[uid]
+        if ttl is None:
+            return False
+        done = lifetime.finished_at(trainjob)
+        if done is None or done + int(ttl) > time.time():
+            return False
+        log.info(
+            "deleting TrainJob %s/%s: its ttlSecondsAfterFinished (%ss) ran out",
+            namespace,
+            name,
+            ttl,
+        )
+        with contextlib.suppress(NotFoundError):
+            self.delete(name, namespace)
+        return True
 
     def _unreadable(self, row: JobRow, problem: str) -> str:
         return (
@@ -364,8 +397,13 @@ class LocalExecutor(Executor):
         return TrainJob.model_validate_json(text)
 
     def exists(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> bool:
-        """Whether a TrainJob of that name is stored (running or finished)."""
-        return self.store.job(namespace, name) is not None
+        """Whether a TrainJob of that name is stored (running or finished, its TTL not run out)."""
+        row = self.store.job(namespace, name)
+        if row is None:
+            return False
+        if row.phase in st.FINISHED and not _problem(row):
+            return not self._expired(namespace, name, row.uid, _object(row.trainjob, row.status))
+        return True
 
     def get(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """The stored TrainJob with its status (conditions, jobsStatus) as the cluster shows it."""
@@ -394,13 +432,17 @@ class LocalExecutor(Executor):
         out = []
         for r in self.store.job_summaries(namespace):
             ns, name, uid, created, phase, reason, message, started, completed, restarts = r[:10]
-            status, tj = r[10:]
+            status, tj, runtime_ttl = r[10:]
             trainjob = _summary_object(tj, status, restarts)
             if trainjob is None:
                 damaged = self.store.job(ns, name)
                 if damaged is not None:
                     self._skip(damaged, _problem(damaged) or "its TrainJob is not JSON")
                 continue
+            if phase in st.FINISHED:
+                self._runtime_ttl.setdefault(uid, None if runtime_ttl is None else int(runtime_ttl))
+                if self._expired(ns, name, uid, trainjob):
+                    continue
             if phase in _LIVE:
                 row = self.store.job(ns, name)
                 if row is None or row.uid != uid:

@@ -525,10 +525,13 @@ class Store:
     def job_summaries(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
         """For listings: ``SUMMARY_COLS`` of every job, oldest first, without the big JSON
         columns; ``trainjob`` is the TrainJob without ``spec.trainer.command``/``args`` (None
-        when the stored one is not JSON: a damaged row, which the executor reports)."""
+        when the stored one is not JSON: a damaged row, which the executor reports), then the
+        runtime's ``spec.runPolicy.ttlSecondsAfterFinished`` (None when it has none)."""
         sql = (
             f"SELECT {', '.join(SUMMARY_COLS[:-1])}, CASE WHEN json_valid(trainjob) THEN "
-            "json_remove(trainjob, '$.spec.trainer.command', '$.spec.trainer.args') END FROM jobs"
+            "json_remove(trainjob, '$.spec.trainer.command', '$.spec.trainer.args') END, "
+            "CASE WHEN json_valid(runtime) THEN "
+            "json_extract(runtime, '$.spec.runPolicy.ttlSecondsAfterFinished') END FROM jobs"
         )
         args: tuple[str, ...] = ()
         if namespace is not None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from trainjob.api import constants as c
 from trainjob.core import jobset as js
-from trainjob.core import times
+from trainjob.core import lifetime, times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.executor import triage
@@ -78,9 +78,8 @@ class Supervisor:
         self.suspended = False
         self.clock_start = row.created_ts
         self._recorded: ptree.Procs = {}  # the processes last written to the processes file
-        self.deadline: int | None = (row.trainjob_dict().get("spec") or {}).get(
-            "activeDeadlineSeconds"
-        )
+        # the TrainJob's, else its runtime's spec.runPolicy's (KEP-2899)
+        self.deadline = lifetime.active_deadline(row.trainjob_dict(), self.runtime)
         self.base_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINJOB_SUP")}
         self.templates: list[pods.PodTemplate] = []
         self.runs: dict[Key, PodRun] = {}
@@ -317,6 +316,7 @@ class Supervisor:
             self.phase = st.RUNNING
         if self.started is None:
             self.started = times.now()
+        self.status.setdefault("startTime", times.now())  # again after a resume, as a Job's
         self.dirty = True
 
     def probe(self) -> None:
@@ -519,6 +519,7 @@ class Supervisor:
         self.stop_pods(st.POD_SUCCEEDED, "")
         ts = times.now()
         status.complete(self.status, ts)
+        self.status["completionTime"] = ts  # on Complete only, as a Job's
         self.phase = st.COMPLETE
         self.row = replace(
             self.row,
@@ -553,6 +554,7 @@ class Supervisor:
         elif not want_suspend and self.suspended:
             self.suspended = False
             status.resumed(self.status, times.now())
+            self.status.pop("startTime", None)  # set again when the pods start
             self.clock_start = time.time()
             self.phase = st.RUNNING if self.started else st.CREATED
             self.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)

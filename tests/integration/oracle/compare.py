@@ -195,6 +195,9 @@ def normalise_object(obj: Obj, namespace: str) -> Obj:
         for cond in (obj.get("status") or {}).get("conditions") or ():
             cond.pop("lastTransitionTime", None)
             cond.pop("observedGeneration", None)
+        # times, and KEP-2899's (#3824) status fields that upstream v2.3.0 has not built yet
+        for when in ("startTime", "completionTime"):
+            (obj.get("status") or {}).pop(when, None)
     return prune(quantities(_replace_ns(obj, namespace)))  # type: ignore[no-any-return]
 
 

@@ -213,3 +213,34 @@ def test_a_bad_field_is_one_clear_error_before_anything_is_submitted(
         client.train(trainer=BuiltinTrainer(config=config))
     assert str(err.value) == message
     assert client.list_jobs() == []
+
+
+def test_on_a_runtime_running_a_trl_script_under_torchrun_the_method_picks_the_script() -> None:
+    # KEP-2839's TRL runtime: `command: [torchrun, -m, trl.scripts.sft]`, the flags as args
+    cr = builtin_runtimes()["trl-distributed"].to_dict()
+    cr["metadata"]["name"] = "trl-torchrun"
+    for rjob in cr["spec"]["template"]["spec"]["replicatedJobs"]:
+        for ctr in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+            if ctr["name"] == "node":
+                ctr["command"] = ["torchrun", "-m", "trl.scripts.sft"]
+    runtime = runtimes.runtime_from_cr(cr)
+    assert runtime.trainer.command == ("torchrun", "-m", "trl.scripts.sft")
+    config = TRLConfig(method=TRLMethod.DPO, model_name_or_path="m", dataset_name="d", beta=0.2)
+    spec = builder.builtin_trainer(runtime, BuiltinTrainer(config=config))
+    assert spec["command"] == ["torchrun", "-m", "trl.scripts.dpo"]
+    assert spec["args"] == [
+        "--model_name_or_path",
+        "m",
+        "--dataset_name",
+        "d",
+        "--beta",
+        "0.2",
+        "--output_dir",
+        "/workspace/output",
+    ]
+    sft = TRLConfig(method=TRLMethod.SFT, model_name_or_path="m", dataset_name="d")
+    assert builder.builtin_trainer(runtime, ConfigTrainer(config=sft))["command"] == [
+        "torchrun",
+        "-m",
+        "trl.scripts.sft",
+    ]

@@ -14,9 +14,14 @@
 
   // -- curves ---------------------------------------------------------------------------------
 
-  function xOf(p, i) {
-    // x: the reported "step" when the job reports one, else seconds since the first report.
-    if (p.values.step !== undefined) return p.values.step;
+  const STEP_KEYS = ["step", "current_step", "global_step"];
+  function stepKey() {
+    // x: the step the job reports (the LLM trainer's current_step, or step), else time.
+    return STEP_KEYS.find((k) => points.some((p) => p.values[k] !== undefined)) || null;
+  }
+
+  function xOf(p, i, key) {
+    if (key && p.values[key] !== undefined) return p.values[key];
     const t0 = Date.parse(points[0].time), t = Date.parse(p.time);
     return isNaN(t) || isNaN(t0) ? i : (t - t0) / 1000;
   }
@@ -30,7 +35,8 @@
 
   function metricNames() {
     const names = new Set();
-    for (const p of points) for (const k of Object.keys(p.values)) if (k !== "step") names.add(k);
+    const key = stepKey();
+    for (const p of points) for (const k of Object.keys(p.values)) if (k !== key) names.add(k);
     const first = ["loss", "train_loss", "eval_loss", "learning_rate", "lr", "tokens_per_second"];
     return [...names].sort((a, b) => {
       const ia = first.indexOf(a), ib = first.indexOf(b);
@@ -41,11 +47,18 @@
   function drawCurves() {
     const box = sections.curves;
     const names = metricNames();
-    const xLabel = points.some((p) => p.values.step !== undefined) ? "step" : "seconds";
+    const key = stepKey();
+    const xLabel = key || "seconds";
     document.getElementById("curves-empty").hidden = names.length > 0;
     for (const m of names) {
       const xs = [], ys = [];
-      points.forEach((p, i) => { if (p.values[m] !== undefined) { xs.push(xOf(p, i)); ys.push(p.values[m]); } });
+      let lastX = 0;
+      points.forEach((p, i) => {
+        // A report without the step key sits at the last step reported (x never goes back).
+        const x = key && p.values[key] === undefined ? lastX : xOf(p, i, key);
+        lastX = Math.max(lastX, x);
+        if (p.values[m] !== undefined) { xs.push(Math.max(x, xs.length ? xs[xs.length - 1] : x)); ys.push(p.values[m]); }
+      });
       let c = charts.get(m);
       if (!c) {
         const el = h("div", { class: "chart", "data-metric": m });

@@ -1,0 +1,288 @@
+"""Fine-tuning speed and memory: trainjob's TRL trainer beside TRL used directly and a plain
+transformers + peft loop, in one run, alternating, like for like.
+
+The same model (a Llama built here, offline: hidden 512, 8 layers, 8 heads, MLP 1376, vocabulary
+8192, untied: about 34M parameters, fp32), the same data (one pre-tokenized sequence of
+``--seq`` tokens repeated, so every engine sees the same tokens whatever its sampler's order and
+the step losses can be compared), batch, sequence length, optimizer (torch AdamW, lr 1e-4,
+constant, no weight decay), gradient clipping (max norm 1.0: TRL's default) and threads
+(``OMP_NUM_THREADS``), one process each, on the CPU:
+
+* **trainjob**: ``python -m trainjob.trainers.llm.trl sft --flag ...`` (what the
+  ``trl-distributed`` runtime's pods run: TRL's parser, SFTTrainer under trainjob's engine, its
+  step lines, tokens/s, checkpoint marking, resume);
+* **trl**: ``python -m trl.scripts.sft`` with the same flags (TRL's own script: what KEP-2839's
+  runtime runs under torchrun);
+* **hf**: a plain loop: ``AutoModelForCausalLM``, ``peft.get_peft_model``, forward, backward,
+  clip, step (no TRL per-step metrics: the floor).
+
+trainjob and trl both run TRL's SFTTrainer with what it computes every step (entropy and token
+accuracy, the sync for logging each step here), so those two are like for like; hf is the floor
+without them. The step-1 losses printed must agree (same weights, same tokens): a check that the
+engines train the same thing.
+
+Modes: full, lora, dora (LoRA r 16, alpha 32, dropout 0.05 on q_proj and v_proj), qlora
+(``--load_in_4bit``, bitsandbytes' CPU backend; not in the default set: slow here).
+
+Each engine runs in its own process; this script timestamps its stdout lines (PYTHONUNBUFFERED):
+time to first step is from starting the process to its first step line, tokens/s is
+``(steps - 1) x batch x seq`` over the time from the first to the last step line, peak RSS is the
+process's ``ru_maxrss`` (``os.wait4``). Rows are all the same length, so real and padded tokens
+are equal here. The ratio column is trainjob's tokens/s over the fastest peer's (target >= 1.0).
+Medians over ``--repeat`` rounds, engines alternating within each round.
+
+    .venv/bin/python benchmarks/finetune.py [--modes full lora dora] [--steps 12] [--batch 4]
+        [--seq 256] [--threads 2] [--repeat 1] [--hidden 512 --layers 8]
+
+Not measured here: torchtune 0.6.1 (``tune run`` in a venv of its own), 2 nodes x 1 process
+against 1, GPU runs (none on this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ENGINES = ("trainjob", "trl", "hf")
+MODES = ("full", "lora", "dora", "qlora")
+LR = 1e-4
+LORA = {"r": 16, "alpha": 32, "dropout": 0.05, "targets": ["q_proj", "v_proj"]}
+VOCAB = 8192
+
+# a step line of each engine: trainjob's "Epoch 1/1 step 3/12 loss 9.0123 lr ...", TRL's
+# printed log dict "{'loss': 9.0123, ...}", the plain loop's "step 3 loss 9.0123"
+STEP = re.compile(r"^(?:Epoch \d+/\d+ step \d+/\d+ loss |\{'loss': '?|step \d+ loss )([0-9.]+)")
+
+
+def build(
+    root: Path, steps: int, batch: int, seq: int, hidden: int = 512, layers: int = 8
+) -> tuple[Path, Path, int]:
+    """The model folder, the dataset file and the model's parameter count."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = ["<pad>", "<eos>", *(f"w{i}" for i in range(VOCAB - 2))]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<eos>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # type: ignore[assignment]
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        intermediate_size=hidden * 43 // 16,
+        num_hidden_layers=layers,
+        num_attention_heads=8,
+        num_key_value_heads=8,
+        max_position_embeddings=max(1024, seq),
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=1,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    params = sum(p.numel() for p in model.parameters())
+    model.save_pretrained(str(root / "model"))
+    fast.save_pretrained(str(root / "model"))
+    gen = torch.Generator().manual_seed(1)
+    ids = (torch.randint(2, VOCAB, (seq,), generator=gen)).tolist()
+    data = root / "data"  # a folder, as the dataset initializer leaves it (TRL's script reads
+    data.mkdir()  # load_dataset(folder); trainjob's front end also reads a single file)
+    row = json.dumps({"input_ids": ids})
+    (data / "train.jsonl").write_text("\n".join([row] * (steps * batch)) + "\n")
+    return root / "model", data, params
+
+
+def trl_flags(mode: str, model: Path, data: Path, out: Path, a: argparse.Namespace) -> list[str]:
+    """The flags trainjob's front end and TRL's script both take."""
+    flags = [
+        f"--model_name_or_path={model}",
+        f"--dataset_name={data}",
+        f"--output_dir={out}",
+        f"--per_device_train_batch_size={a.batch}",
+        "--gradient_accumulation_steps=1",
+        f"--max_steps={a.steps}",
+        f"--max_length={a.seq}",
+        f"--learning_rate={LR}",
+        "--lr_scheduler_type=constant",
+        "--weight_decay=0.0",
+        "--max_grad_norm=1.0",
+        "--optim=adamw_torch",
+        "--logging_steps=1",
+        "--save_strategy=no",
+        "--report_to=none",
+        "--disable_tqdm=True",
+        "--use_cpu",
+        "--bf16=False",
+        "--dtype=float32",
+        "--seed=0",
+        "--dataloader_num_workers=0",
+    ]
+    if mode != "full":
+        flags += [
+            "--use_peft",
+            f"--lora_r={LORA['r']}",
+            f"--lora_alpha={LORA['alpha']}",
+            f"--lora_dropout={LORA['dropout']}",
+            "--lora_target_modules",
+            *LORA["targets"],
+        ]
+    if mode == "dora":
+        flags.append("--use_dora")
+    if mode == "qlora":
+        flags.append("--load_in_4bit")
+    return flags
+
+
+def hf_loop(argv: list[str]) -> int:
+    """The plain transformers + peft loop (``--hf-loop MODE MODEL DATA STEPS BATCH``)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    mode, model_dir, data, steps, batch = argv[0], argv[1], argv[2], int(argv[3]), int(argv[4])
+    torch.manual_seed(0)
+    kwargs: dict[str, Any] = {"dtype": torch.float32}
+    if mode == "qlora":
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_compute_dtype=torch.float32, bnb_4bit_quant_type="nf4"
+        )
+    model = AutoModelForCausalLM.from_pretrained(model_dir, **kwargs)
+    if mode != "full":
+        from peft import LoraConfig, get_peft_model
+
+        lora = LoraConfig(
+            r=int(LORA["r"]),  # type: ignore[call-overload]
+            lora_alpha=int(LORA["alpha"]),  # type: ignore[call-overload]
+            lora_dropout=float(LORA["dropout"]),  # type: ignore[arg-type]
+            target_modules=list(LORA["targets"]),  # type: ignore[call-overload]
+            use_dora=mode == "dora",
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, lora)
+    model.train()
+    text = (Path(data) / "train.jsonl").read_text()
+    rows = [json.loads(line)["input_ids"] for line in text.splitlines() if line]
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=LR, weight_decay=0.0)
+    for step in range(1, steps + 1):
+        ids = torch.tensor(rows[(step - 1) * batch : step * batch])
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        print(f"step {step} loss {loss.item():.4f}", flush=True)
+    return 0
+
+
+def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: argparse.Namespace):
+    """One engine's run: (seconds to first step, tokens/s, peak RSS MiB, first step's loss)."""
+    out = work / f"out-{engine}-{mode}"
+    if engine == "hf":
+        cmd = [sys.executable, __file__, "--hf-loop", mode, str(model), str(data)]
+        cmd += [str(a.steps), str(a.batch)]
+    else:
+        module = "trainjob.trainers.llm.trl" if engine == "trainjob" else "trl.scripts.sft"
+        cmd = [sys.executable, "-m", module, *(["sft"] if engine == "trainjob" else [])]
+        cmd += trl_flags(mode, model, data, out, a)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(a.threads),
+        "PYTHONUNBUFFERED": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "DISABLE_KUBEFLOW_INTEGRATION": "TRUE",
+    }
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PET_NNODES", "PET_NPROC_PER_NODE"):
+        env.pop(var, None)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=work
+    )
+    assert proc.stdout is not None
+    times: list[float] = []
+    losses: list[float] = []
+    tail: list[str] = []
+    for line in proc.stdout:
+        m = STEP.match(line.strip())
+        if m:
+            times.append(time.monotonic())
+            losses.append(float(m.group(1)))
+        tail = [*tail[-30:], line]
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0 or len(times) < 2:
+        raise SystemExit(f"{engine} {mode} failed ({proc.returncode}):\n{''.join(tail)}")
+    tokens = (len(times) - 1) * a.batch * a.seq
+    rss_mib = usage.ru_maxrss / 1024  # KiB on Linux
+    return times[0] - started, tokens / (times[-1] - times[0]), rss_mib, losses[0]
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--hf-loop":
+        return hf_loop(sys.argv[2:])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--modes", nargs="+", choices=MODES, default=["full", "lora", "dora"])
+    p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--seq", type=int, default=256)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--hidden", type=int, default=512, help="smaller for a quick check")
+    p.add_argument("--layers", type=int, default=8)
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="finetune-bench-") as tmp:
+        work = Path(tmp)
+        model, data, params = build(work, a.steps, a.batch, a.seq, a.hidden, a.layers)
+        print(
+            f"model: Llama, {params / 1e6:.1f}M parameters, fp32; batch {a.batch} x seq {a.seq}, "
+            f"{a.steps} steps, {a.threads} threads, {a.repeat} round(s)",
+            flush=True,
+        )
+        results: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
+        for _ in range(a.repeat):
+            for mode in a.modes:
+                for engine in a.engines:  # alternating: every engine once per mode per round
+                    r = run_once(engine, mode, model, data, work, a)
+                    results.setdefault((mode, engine), []).append(r)
+                    print(
+                        f"  {mode:5} {engine:8} first step {r[0]:5.1f}s  {r[1]:8.1f} tokens/s  "
+                        f"peak RSS {r[2]:6.0f} MiB  step-1 loss {r[3]:.4f}",
+                        flush=True,
+                    )
+    print()
+    print(
+        f"{'mode':6}{'engine':10}{'tokens/s':>10}{'first step s':>14}{'peak RSS MiB':>14}"
+        f"{'step-1 loss':>13}{'ratio':>8}"
+    )
+    for mode in a.modes:
+        med = {
+            e: [statistics.median(x[i] for x in results[(mode, e)]) for i in range(4)]
+            for e in a.engines
+        }
+        peers = [med[e][1] for e in a.engines if e != "trainjob"]
+        best = max(peers) if peers else None
+        for e in a.engines:
+            ratio = f"{med[e][1] / best:.2f}" if best and e == "trainjob" else ""
+            print(
+                f"{mode:6}{e:10}{med[e][1]:10.1f}{med[e][0]:14.1f}{med[e][2]:14.0f}"
+                f"{med[e][3]:13.4f}{ratio:>8}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
