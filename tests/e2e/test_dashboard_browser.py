@@ -7,9 +7,10 @@
 - a log line that is HTML stays text (no element, no script);
 - delete asks first: cancelling keeps the job, confirming deletes it and the row goes;
 - a job reporting progress (``trainjob.update_trainjob_status``): its loss curve is drawn while it
-  runs and ends with as many points as it reported; and the issue's demo, the 2-node LoRA
-  fine-tune of examples/llm-lora.yaml, watched the same way (both need the local backend to keep
-  progress reports: skipped, saying so, until it does);
+  runs and ends with as many points as it reported; and the issue's demo, the LoRA fine-tune of
+  examples/llm-lora.yaml (one node of 2 processes: torchtune refuses multi-node LoRA), watched
+  the same way (both need the local backend to keep progress reports: skipped, saying so, until
+  it does);
 - screenshots of the pages are saved as artifacts (build/test-artifacts/dashboard/, or
   ``$TRAINJOB_TEST_ARTIFACTS``), and the browser checks they are not blank.
 """
@@ -219,10 +220,11 @@ def test_the_loss_curve_grows_as_the_job_reports(
 def test_llm_fine_tune_in_the_dashboard(
     home: Path, dashboard: Dashboard, browser: Any, tmp_path: Path
 ) -> None:
-    """The issue's demo: the 2-node LoRA fine-tune of examples/llm-lora.yaml (the built-in
-    torchtune runtime, its initializers, the LLM trainer reporting through transformers'
-    Kubeflow callback) watched in the browser: its loss curve grows while it trains, and ends
-    with as many points as it reported."""
+    """The issue's demo: the LoRA fine-tune of examples/llm-lora.yaml (the built-in torchtune
+    runtime, its initializers, the LLM trainer over 2 gloo processes reporting through
+    transformers' Kubeflow callback) watched in the browser: its loss curve grows while it
+    trains, and ends with as many points as it reported. One node: torchtune's rules, which
+    trainjob keeps, refuse LoRA over several nodes (numNodes must be 1 for llama3_2/1B)."""
     pytest.importorskip("peft")
     import yaml
 
@@ -267,7 +269,8 @@ def test_llm_fine_tune_in_the_dashboard(
     )
     assert "Output" in (page.locator("#summary").text_content() or "")
     assert_not_blank(browser, screenshot(page, "job-llm-lora.png"))
-    # The top of the page, for README's picture (TRAINJOB_UPDATE_DOCS_SCREENSHOT=1 writes it).
+    # The top of the page (summary, progress, the first curves), for README's picture (TRAINJOB_UPDATE_DOCS_SCREENSHOT=1 writes it).
+    page.set_viewport_size({"width": 1300, "height": 1300})
     top = screenshot(page, "job-llm-lora-top.png", full_page=False)
     assert_not_blank(browser, top)
     if os.environ.get("TRAINJOB_UPDATE_DOCS_SCREENSHOT"):

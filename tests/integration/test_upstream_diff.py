@@ -107,6 +107,11 @@ DELIBERATE: dict[str, Deliberate] = {
         "admits it and builds a JobSet with an image-less container (every Job fails to create)",
         ADMITTED_UPSTREAM,
     ),
+    "tune-1b-qlora-distributed": Deliberate(
+        'QLoRA with numProcPerNode auto on 2 GPUs: upstream answers "auto" with \'must be auto '
+        "or 1'; trainjob says what auto came to and what to set (issue 12)",
+        ("admission.create TrainJob/job.message",),
+    ),
     # What the reconciler does with input no webhook vetted.
     "nowebhook-kind-unknown": Deliberate(
         "an unknown runtimeRef kind: trainjob writes Failed/TrainingRuntimeNotSupported (what "

@@ -41,6 +41,7 @@ from trainjob.cli.output import (
 )
 from trainjob.core import times
 from trainjob.errors import NotFoundError, TrainJobError
+from trainjob.executor import phases
 from trainjob.executor.base import Executor
 from trainjob.executor.model import JobState
 from trainjob.executor.steps import step_name
@@ -326,6 +327,9 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
         ("Completed", s.completed or "<none>"),
         ("Restarts", str(s.restarts)),
     ]
+    if not s.finished:  # what it is doing now: Queued, Initializing, Running, Restarting
+        doing, why = phases.activity(s)
+        lines.insert(4, ("Phase", f"{doing} ({why})" if why else doing))
     for k, v in lines:
         field(k, v)
     if s.message:

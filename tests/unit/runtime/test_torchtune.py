@@ -332,8 +332,9 @@ def messages(runtime: str, rt: Any = None, **trainer: Any) -> list[str]:
         pytest.param(
             "torchtune-llama3.2-1b",
             {"args": QLORA},
-            'spec.trainer.numProcPerNode: Invalid value: "auto": must be auto or 1 for '
-            "llama3_2/1B model when using QLoRA",
+            'spec.trainer.numProcPerNode: Invalid value: "auto": auto runs one process per GPU '
+            "(2 per node here), and QLoRA for llama3_2/1B model runs one process: set "
+            "numProcPerNode to 1 or give resourcesPerNode 1 GPU",
             id="distributed qlora on llama numProcPerNode",
         ),
         pytest.param(

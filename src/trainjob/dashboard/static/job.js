@@ -78,6 +78,8 @@
       c.el.dataset.points = String(ys.length);
       c.el.dataset.last = ys.length ? String(ys[ys.length - 1]) : "";
     }
+    // Loss first, then the rest, whatever order the metrics first came in.
+    for (const m of names) box.append(charts.get(m).el.parentNode);
   }
 
   // -- summary, tables ------------------------------------------------------------------------

@@ -12,6 +12,8 @@
   let tbody, count, selects = {};
 
   const key = (r) => r.namespace + "/" + r.name;
+  // A reported value as the table shows it: 4 significant digits when it is a number.
+  const short = (v) => { const x = Number(v); return v !== "" && isFinite(x) ? String(+x.toPrecision(4)) : v; };
 
   function cells(r) {
     return [
@@ -21,7 +23,7 @@
       h("td", { class: "phase-cell" }, TJ.phaseBadge(r.phase, r.reason)),
       h("td", { class: "progress" }, TJ.progressBar(r.progress)),
       h("td", { class: "eta" }, TJ.eta(r.eta)),
-      h("td", { class: "loss num" }, r.loss === null ? "" : r.loss),
+      h("td", { class: "loss num", title: r.loss }, r.loss === null ? "" : short(r.loss)),
       h("td", { class: "nodes num" }, r.nodes === null ? "default" : r.nodes),
       h("td", { class: "restarts num" }, r.restarts),
       h("td", { class: "age", "data-created": r.created }, TJ.age(r.created)),

@@ -180,13 +180,15 @@ def validate(trainjob: TrainJob, gpus: int) -> list[FieldError]:
             c.TORCHTUNE_MODEL_LLAMA3_2_3B,
         ):
             rpn = _go_resources(trainer.resources_per_node)
-            errors.append(
-                FieldError.invalid(
-                    "spec.trainer.numProcPerNode",
-                    num_proc,
-                    f"must be auto or 1 for {model} model when using QLoRA",
-                )
+            # upstream says "must be auto or 1" to "auto" too; auto is one process per GPU, so
+            # say what it came to and what to change (issue 12: the message contradicted itself)
+            why = (
+                f"auto runs one process per GPU ({gpus} per node here), and QLoRA for {model} "
+                "model runs one process: set numProcPerNode to 1 or give resourcesPerNode 1 GPU"
+                if num_proc == "auto"
+                else f"must be auto or 1 for {model} model when using QLoRA"
             )
+            errors.append(FieldError.invalid("spec.trainer.numProcPerNode", num_proc, why))
             errors.append(
                 FieldError.invalid(
                     "spec.trainer.resourcesPerNode",

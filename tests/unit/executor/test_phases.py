@@ -1,0 +1,54 @@
+"""What a live job is doing: Queued, Initializing, Running, Restarting, from its pods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainjob.executor import model as st
+from trainjob.executor import phases
+
+
+def _state(
+    *pods: st.PodState, phase: str = st.RUNNING, restarts: int = 0, **tj: Any
+) -> st.JobState:
+    return st.JobState("j", "ns", phase, "t", restarts=restarts, pods=pods, trainjob=tj)
+
+
+def _pod(job: str, index: int, phase: str) -> st.PodState:
+    return st.PodState(job, index, f"j-{job}-0-{index}", phase)
+
+
+def test_queued_by_kueue_or_suspended() -> None:
+    kueue: dict[str, Any] = {
+        "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
+        "spec": {"suspend": True},
+    }
+    assert phases.activity(_state(phase=st.SUSPENDED, **kueue)) == (
+        "Queued",
+        "QueuedByKueue: waiting in queue gpus",
+    )
+    assert phases.activity(_state(phase=st.SUSPENDED)) == ("Queued", "Suspended")
+
+
+def test_initializing_then_running_then_restarting() -> None:
+    init = _pod("model-initializer", 0, st.POD_RUNNING)
+    node = _pod("node", 0, st.POD_PENDING)
+    assert phases.activity(_state(init, node, phase=st.CREATED)) == (
+        "Initializing",
+        "InitializerRunning: model-initializer",
+    )
+    done = _pod("model-initializer", 0, st.POD_SUCCEEDED)
+    running = [_pod("node", i, st.POD_RUNNING) for i in (0, 1)]
+    assert phases.activity(_state(done, *running))[0] == "Running"
+    half = [_pod("node", 0, st.POD_RUNNING), _pod("node", 1, st.POD_PENDING)]
+    assert phases.activity(_state(done, *half)) == ("Starting", "PodsPending")
+    assert phases.activity(_state(done, *half, restarts=2)) == (
+        "Restarting",
+        "JobSetRestart: attempt 2",
+    )
+    assert phases.activity(_state(done, *running, restarts=2))[0] == "Running", "after a restart"
+
+
+def test_a_finished_job_is_its_phase_and_reason() -> None:
+    s = st.JobState("j", "ns", st.FAILED, "t", reason="FailedJobs")
+    assert phases.activity(s) == ("Failed", "FailedJobs")
