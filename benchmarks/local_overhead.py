@@ -1,6 +1,7 @@
-"""How much the local backend adds to torchrun: submit -> first line, last line -> Complete.
+"""How much the local backends add to torchrun: submit -> first line, last line -> Complete.
 
-For 1 and 4 nodes (1 process each), the same script runs twice per repeat, in this one run:
+For 1 and 4 nodes (1 process each), the same script runs through each of these per repeat, in
+this one run:
 
 * **direct**: N ``torchrun`` processes started by hand with the PET_* env the Torch plugin sets
   and each one's output in a log file, as a user would without trainjob (node 0's stdout is also
@@ -9,7 +10,16 @@ For 1 and 4 nodes (1 process each), the same script runs twice per repeat, in th
 * **trainjob**: ``LocalExecutor.submit`` of a TrainJob on the built-in ``torch-distributed`` runtime
   (compile, store, detached supervisor, torchrun per node); timed from calling submit to the first
   line seen through ``logs(follow=True)``, and from the last line to the job being Complete as
-  ``state()`` reports it.
+  ``state()`` reports it;
+
+and, with ``--containers`` (the default when podman runs containers and the torch-trainer image
+is built: ``hack/build-images.sh torch-trainer``):
+
+* **podman**: N ``podman run`` of the torch-trainer image by hand on a network made for the run,
+  node 0 named by ``--add-host``, the script mounted read-only; timed as *direct*, from creating
+  the network;
+* **containers**: the same TrainJob on the container backend (each pod a container of the
+  torch-trainer image), timed as *trainjob*. Its overhead is against *podman*.
 
 The script prints its first line before importing torch (so launch cost is not hidden behind the
 import), then joins a gloo process group, all-reduces and prints its last line. Overhead = trainjob
@@ -22,7 +32,7 @@ connection, and then spends 1-5 s importing ``torch._dynamo`` to format that err
 plain torchrun too when the nodes share a few busy cores (4 of 6 runs against trainjob's 1 of 6,
 with one core kept busy); the count shows how much of a tail is that.
 
-    .venv/bin/python benchmarks/local_overhead.py [--repeat 3] [--nodes 1 4]
+    .venv/bin/python benchmarks/local_overhead.py [--repeat 3] [--nodes 1 4] [--no-containers]
 """
 
 from __future__ import annotations
@@ -113,11 +123,77 @@ def _barrier_error(logdir: Path) -> bool:
     return any(BARRIER_ERROR in log.read_bytes() for log in logdir.glob("node-*.log"))
 
 
+def podman_ready(image: str) -> str:
+    """Why the container runs cannot be made here ("" when they can)."""
+    conf = Path(__file__).resolve().parents[1] / "hack" / "containers.conf"
+    os.environ.setdefault("CONTAINERS_CONF", str(conf))
+    try:
+        proc = subprocess.run(
+            ["podman", "image", "exists", image], capture_output=True, text=True, timeout=60
+        )
+    except FileNotFoundError:
+        return "podman is not installed (scripts/setup-containers.sh)"
+    if proc.returncode != 0:
+        return f"no image {image} (bash hack/build-images.sh torch-trainer)"
+    return ""
+
+
+def run_podman(script: Path, nodes: int, image: str, tag: str) -> tuple[float, float, bool]:
+    """As :func:`run_direct`, each node a ``podman run`` of ``image`` on a network of its own."""
+    net = f"bench-{tag}"
+    t0 = time.monotonic()
+    subprocess.run(
+        ["podman", "network", "create", "--disable-dns", net], check=True, capture_output=True
+    )
+    subnet = subprocess.run(
+        ["podman", "network", "inspect", "--format", "{{range .Subnets}}{{.Subnet}}{{end}}", net],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    prefix = subnet.rsplit(".", 1)[0]
+    logdir = Path(tempfile.mkdtemp(prefix="podman-", dir=script.parent))
+    logs = [(logdir / f"node-{rank}.log").open("wb") for rank in range(nodes)]
+    procs = []
+    for rank in range(nodes):
+        env = {"PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": str(rank),
+               "PET_MASTER_ADDR": "node-0", "PET_MASTER_PORT": "29500"}  # fmt: skip
+        argv = ["podman", "run", "--rm", "--name", f"{net}-{rank}", "--network", net,
+                "--ip", f"{prefix}.{10 + rank}", "--add-host", f"node-0:{prefix}.10",
+                "-v", f"{script.parent}:{script.parent}:ro"]  # fmt: skip
+        for k, v in env.items():
+            argv += ["-e", f"{k}={v}"]
+        procs.append(
+            subprocess.Popen(
+                [*argv, image, "torchrun", str(script)],
+                stdout=subprocess.PIPE if rank == 0 else logs[rank],
+                stderr=logs[rank] if rank == 0 else subprocess.STDOUT,
+            )
+        )
+    first = last = None
+    assert procs[0].stdout is not None
+    for raw in procs[0].stdout:
+        now = time.monotonic()
+        logs[0].write(raw)
+        line = raw.decode().strip()
+        if first is None and line == "first line":
+            first = now
+        if line.startswith("last line"):
+            last = now
+    for p in procs:
+        p.wait()
+    end = time.monotonic()
+    for f in logs:
+        f.close()
+    subprocess.run(["podman", "network", "rm", "--force", net], capture_output=True)
+    if first is None or last is None or any(p.returncode for p in procs):
+        raise RuntimeError(f"podman run failed: {[p.returncode for p in procs]} (logs: {logdir})")
+    return first - t0, end - last, _barrier_error(logdir)
+
+
 def run_trainjob(
-    ex: LocalExecutor, script: Path, nodes: int, name: str
+    ex: LocalExecutor, script: Path, nodes: int, name: str, image: str = ""
 ) -> tuple[float, float, bool]:
     """(submit -> first line via logs(follow), last line -> state() Complete, exit-barrier
-    error?) through trainjob."""
+    error?) through trainjob; with ``image``, the trainer's image (the container backend)."""
     tj = parse(
         {
             "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -129,6 +205,7 @@ def run_trainjob(
                     "numNodes": nodes,
                     "command": ["torchrun", str(script)],
                     "resourcesPerNode": {"requests": {"cpu": "1"}},
+                    **({"image": image} if image else {}),
                 },
             },
         }
@@ -156,52 +233,86 @@ def run_trainjob(
     return first - t0, end - last, raced
 
 
+Timing = tuple[float, float, bool]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--no-containers", dest="containers", action="store_false")
+    parser.add_argument("--image", default="localhost/trainjob/torch-trainer:dev")
     args = parser.parse_args()
+    skipped = podman_ready(args.image) if args.containers else "--no-containers"
     with tempfile.TemporaryDirectory(prefix="trainjob-bench-") as tmp:
         script = Path(tmp) / "bench.py"
         script.write_text(SCRIPT)
+        Path(tmp).chmod(0o755)
         ex = LocalExecutor(Path(tmp) / "home")
+        cex = None
+        if not skipped:
+            from trainjob.local.containers import ContainerSettings, Mount
+
+            mount = Mount(tmp, tmp, read_only=True)
+            cex = LocalExecutor(
+                Path(tmp) / "home", runner=ContainerSettings(mounts=(mount,)).to_json()
+            )
         run_direct(script, 1)  # warm the page cache for torch's files
+        if cex is not None:
+            run_podman(script, 1, args.image, "warm")
         rows = []
         races: list[tuple[int, int, int]] = []
         for nodes in args.nodes:
-            direct, local = [], []
+            runs: dict[str, list[Timing]] = {"direct": [], "trainjob": [], "podman": [],
+                                             "containers": []}  # fmt: skip
             for r in range(args.repeat):
+                keys = ["direct", "trainjob"] + (["podman", "containers"] if cex else [])
                 # Alternate which goes first: the second finds torch's files in the page cache
                 # the first read, which favoured trainjob by seconds on a machine short of memory.
                 if r % 2:
-                    local.append(run_trainjob(ex, script, nodes, f"bench-{nodes}-{r}"))
-                    direct.append(run_direct(script, nodes))
-                else:
-                    direct.append(run_direct(script, nodes))
-                    local.append(run_trainjob(ex, script, nodes, f"bench-{nodes}-{r}"))
-            for stat in (statistics.median, min):
-                d_first = stat(x[0] for x in direct)
-                d_end = stat(x[1] for x in direct)
-                l_first = stat(x[0] for x in local)
-                l_end = stat(x[1] for x in local)
-                rows.append((nodes, stat.__name__, d_first, l_first, d_end, l_end))
-            races.append((nodes, sum(x[2] for x in direct), sum(x[2] for x in local)))
+                    keys = [k for pair in zip(keys[1::2], keys[0::2], strict=True) for k in pair]
+                for key in keys:
+                    if key == "direct":
+                        runs[key].append(run_direct(script, nodes))
+                    elif key == "trainjob":
+                        runs[key].append(run_trainjob(ex, script, nodes, f"bench-{nodes}-{r}"))
+                    elif key == "podman":
+                        runs[key].append(run_podman(script, nodes, args.image, f"{nodes}-{r}"))
+                    else:
+                        assert cex is not None
+                        name = f"bench-c-{nodes}-{r}"
+                        runs[key].append(run_trainjob(cex, script, nodes, name, args.image))
+            pairs = [("torchrun", "direct", "trainjob")]
+            if cex is not None:
+                pairs.append(("podman", "podman", "containers"))
+            for label, ref, ours in pairs:
+                for stat in (statistics.median, min):
+                    rows.append((nodes, f"{ours}", stat.__name__,
+                                 stat(x[0] for x in runs[ref]), stat(x[0] for x in runs[ours]),
+                                 stat(x[1] for x in runs[ref]), stat(x[1] for x in runs[ours]),
+                                 label))  # fmt: skip
+            races.append((nodes, sum(x[2] for x in runs["direct"]),
+                          sum(x[2] for x in runs["trainjob"])))  # fmt: skip
     print(
         f"{args.repeat} runs each, seconds; the verdict is on medians, 'min' shows the floor "
         f"when other work shares the machine (target: overhead <= {TARGET:.1f} s)"
     )
+    if skipped:
+        print(f"container backend not measured: {skipped}")
     print(
-        f"{'NODES':<6}{'':<7}{'FIRST LINE: torchrun':>22}{'trainjob':>10}{'overhead':>10}"
-        f"{'   LAST LINE->DONE: torchrun':>29}{'trainjob':>10}{'overhead':>10}"
+        f"{'NODES':<6}{'BACKEND':<12}{'':<7}{'FIRST LINE: reference':>23}{'trainjob':>10}"
+        f"{'overhead':>10}{'   LAST LINE->DONE: reference':>30}{'trainjob':>10}{'overhead':>10}"
     )
     ok = True
-    for nodes, stat_name, d_first, l_first, d_end, l_end in rows:
+    for nodes, backend, stat_name, d_first, l_first, d_end, l_end, label in rows:
         o_first, o_end = l_first - d_first, l_end - d_end
         if stat_name == "median":
             ok = ok and o_first <= TARGET and o_end <= TARGET
+        name = "process" if backend == "trainjob" else "container"
         print(
-            f"{nodes:<6}{stat_name:<7}{d_first:>22.2f}{l_first:>10.2f}{o_first:>+10.2f}"
-            f"{d_end:>29.2f}{l_end:>10.2f}{o_end:>+10.2f}"
+            f"{nodes:<6}{name:<12}{stat_name:<7}{label + ' ' + format(d_first, '.2f'):>23}"
+            f"{l_first:>10.2f}{o_first:>+10.2f}{label + ' ' + format(d_end, '.2f'):>30}"
+            f"{l_end:>10.2f}{o_end:>+10.2f}"
         )
     for nodes, d_races, l_races in races:
         if nodes > 1:

@@ -12,6 +12,11 @@
 # about 55 of CI's 90 minutes (measured and estimated in hack/README.md, "Cold build cost").
 # The test fixtures wait for the builds they need (hack/build-control-plane.sh takes a lock per
 # component). Their log: $TRAINJOB_GO_BUILD_LOG (default: a temporary file, printed at the end).
+#
+# trainjob's images (hack/build-images.sh: podman, cached by content, so seconds once built) build
+# in the background too, once scripts/setup.sh has made .venv (the trainers copy its torch); the
+# tests that run an image wait for it (tests/containers.py: the script's lock). Where podman cannot
+# run containers, nothing is built and those tests are skipped, saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,14 +36,30 @@ if command -v go >/dev/null; then
   setsid bash -c "$(declare -f go_builds); go_builds" >"$GO_BUILD_LOG" 2>&1 &
   BUILDS_PID=$!
 fi
+IMAGES_PID=""
 stop_builds() {
-  if [[ -n "$BUILDS_PID" ]] && kill -0 "$BUILDS_PID" 2>/dev/null; then
-    kill -TERM -- "-$BUILDS_PID" 2>/dev/null || true
-  fi
+  local pid
+  for pid in "$BUILDS_PID" "$IMAGES_PID"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill -TERM -- "-$pid" 2>/dev/null || true
+    fi
+  done
 }
 trap stop_builds EXIT
 
 bash scripts/setup.sh
+bash scripts/setup-containers.sh
+
+export CONTAINERS_CONF="${CONTAINERS_CONF:-$PWD/hack/containers.conf}"
+IMAGES_LOG="${TRAINJOB_IMAGES_LOG:-$(mktemp "${TMPDIR:-/tmp}/trainjob-images.XXXXXX")}"
+if problem=$(bash hack/build-images.sh --check 2>&1); then
+  echo "==> images in the background (hack/build-images.sh; log: $IMAGES_LOG)"
+  setsid bash hack/build-images.sh >"$IMAGES_LOG" 2>&1 &
+  IMAGES_PID=$!
+else
+  echo "==> images: NOT BUILT, podman cannot run containers here: $problem"
+  echo "    (the image and container-backend tests will be skipped, saying so)"
+fi
 
 echo "==> ruff"
 .venv/bin/ruff check src tests benchmarks
@@ -57,7 +78,7 @@ site=$(mktemp -d)
 rm -rf "$site"
 echo "==> CLI reference up to date (docs/cli.md)"
 .venv/bin/python -m trainjob.cli.reference --check
-echo "==> pytest (unit, e2e, integration, cluster; the Go builds go on meanwhile)"
+echo "==> pytest (unit, e2e, integration, cluster; the Go builds and the images go on meanwhile)"
 status=0
 .venv/bin/pytest -q "$@" || status=$?
 if [[ -n "$BUILDS_PID" ]]; then
@@ -67,5 +88,21 @@ if [[ -n "$BUILDS_PID" ]]; then
   echo "==> Go builds (exit $builds):"
   grep -E "done in|of CPU|present|FAILED|all done" "$GO_BUILD_LOG" || true
   if [[ $builds -ne 0 ]]; then tail -40 "$GO_BUILD_LOG"; [[ $status -ne 0 ]] || status=$builds; fi
+fi
+if [[ -n "$IMAGES_PID" ]]; then
+  images=0
+  wait "$IMAGES_PID" || images=$?
+  IMAGES_PID=""
+  if [[ $images -eq 3 ]]; then
+    echo "==> images: NOT BUILT: $(tail -n 1 "$IMAGES_LOG") (their tests were skipped, saying so)"
+  elif [[ $images -ne 0 ]]; then
+    tail -40 "$IMAGES_LOG"
+    echo "==> images: hack/build-images.sh failed (exit $images; log: $IMAGES_LOG)"
+    [[ $status -ne 0 ]] || status=$images
+  else
+    echo "==> images (hack/build-images.sh):"
+    grep -E "^==> .*(built in|cached)" "$IMAGES_LOG" || true
+    sed -n '/^IMAGE /,$p' "$IMAGES_LOG"
+  fi
 fi
 exit "$status"

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         TrainerClient,
     )
     from trainjob.client.config import (
+        ContainerBackendConfig,
         KubernetesBackendConfig,
         LocalBackendConfig,
         LocalProcessBackendConfig,
@@ -86,6 +87,7 @@ _LAZY: dict[str, str] = {
     "TTLSecondsAfterFinished": "trainjob.client.options",
     "BuiltinTrainer": "trainjob.client.types",
     "ConfigTrainer": "trainjob.client.types",
+    "ContainerBackendConfig": "trainjob.client.config",
     "ContainerPatch": "trainjob.client.options",
     "CustomTrainer": "trainjob.client.types",
     "CustomTrainerContainer": "trainjob.client.types",
@@ -141,6 +143,7 @@ __all__ = [
     "Annotations",
     "BuiltinTrainer",
     "ConfigTrainer",
+    "ContainerBackendConfig",
     "ContainerPatch",
     "CustomTrainer",
     "CustomTrainerContainer",

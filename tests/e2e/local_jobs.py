@@ -22,13 +22,15 @@ def runtime(
     ports: list[int] | None = None,
     failure_policy: dict[str, Any] | None = None,
     initializer: str | None = None,
+    image: str = "python:3.11",
 ) -> ClusterTrainingRuntime:
     """A runtime whose ``node`` job runs the trainer's command in this Python environment.
 
     ``initializer``: code for a ``dataset-initializer`` job that runs first (the trainer waits for
-    it to Complete); both mount volume ``initializer`` at ``/workspace``.
+    it to Complete); both mount volume ``initializer`` at ``/workspace``. ``image``: the image of
+    every container (what the container backend runs; processes ignore it).
     """
-    node: dict[str, Any] = {"name": "node", "image": "python:3.11"}
+    node: dict[str, Any] = {"name": "node", "image": image}
     if ports:
         node["ports"] = [{"containerPort": p} for p in ports]
     node["env"] = [
@@ -50,7 +52,7 @@ def runtime(
                                 "containers": [
                                     {
                                         "name": "dataset-initializer",
-                                        "image": "python:3.11",
+                                        "image": image,
                                         "command": ["python", "-c", initializer],
                                         "volumeMounts": [
                                             {"name": "initializer", "mountPath": "/workspace"}

@@ -40,3 +40,40 @@ def env_dump() -> None:
 
     print(f"PATH set={bool(os.environ.get('PATH'))}", flush=True)
     print(f"A={os.environ.get('A')} B={os.environ.get('B')}", flush=True)
+
+
+def checked_all_reduce() -> None:
+    """Every rank adds its rank + 1; each checks the sum of all (a real gloo all-reduce)."""
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    want = world * (world + 1) / 2
+    if t.item() != want:
+        raise SystemExit(f"rank {rank}: all_reduce gave {t.item()}, want {want}")
+    print(f"allreduce ok rank={rank} world={world} sum={t.item():g} on {os.environ['HOSTNAME']}")
+    dist.destroy_process_group()
+
+
+def env_and_all_reduce(names: list[str], mark: str) -> None:
+    """Print the env ``names`` as one JSON line after ``mark``, then a checked gloo all-reduce."""
+    import json
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    print(mark + json.dumps({n: os.environ.get(n, "") for n in names}, sort_keys=True), flush=True)
+    dist.init_process_group("gloo")
+    t = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(t)
+    world = dist.get_world_size()
+    if t.item() != world * (world + 1) / 2:
+        raise SystemExit(f"all_reduce gave {t.item()}")
+    print(f"allreduce ok rank={dist.get_rank()} world={world}", flush=True)
+    dist.destroy_process_group()

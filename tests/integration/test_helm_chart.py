@@ -326,3 +326,29 @@ def test_standalone_kustomize_renders_as_kubectl_kustomize(overlay: str) -> None
     assert [d for d in yaml.safe_load_all(ours) if d] == [
         d for d in yaml.safe_load_all(theirs) if d
     ]
+
+
+def _controller_image(docs: list[Obj]) -> str:
+    dep = by_key(docs)[("Deployment", "trainjob-controller")]
+    image: str = dep["spec"]["template"]["spec"]["containers"][0]["image"]
+    return image
+
+
+def test_the_chart_and_the_overlays_take_the_controller_image_the_install_docs_name() -> None:
+    """docker/README.md: push what hack/build-images.sh built, then set the image in values (or
+    a kustomize ``images`` entry); by default the chart runs its appVersion's published image."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    default = f"{values['image']['repository']}:{chart['appVersion']}"
+    assert _controller_image(helm_template()) == default
+    pushed = ("image.repository=registry.example.com/trainjob/controller", "image.tag=v0.1.0")
+    assert _controller_image(helm_template("trainjob-system", *pushed)) == (
+        "registry.example.com/trainjob/controller:v0.1.0"
+    )
+    base = yaml.safe_load((CONTROLLER / "base" / "deployment.yaml").read_text())
+    assert base["spec"]["template"]["spec"]["containers"][0]["image"] == default
+    local = [d for d in yaml.safe_load_all(
+        run(tool("kustomize"), "build", str(CONTROLLER / "overlays" / "local-image"))) if d]  # fmt: skip
+    assert _controller_image(local) == "localhost/trainjob/controller:dev"
+    docs = (REPO / "docker" / "README.md").read_text()
+    assert "localhost/trainjob/controller:dev" in docs and "--set image.repository=" in docs

@@ -38,6 +38,7 @@ app = typer.Typer(
 
 class Backend(StrEnum):
     local = "local"
+    container = "container"
     kubernetes = "kubernetes"
 
 
@@ -61,7 +62,9 @@ def options(
             "--backend",
             envvar="TRAINJOB_BACKEND",
             case_sensitive=False,
-            help="Where jobs run: local (this machine) or kubernetes (the kubeconfig's cluster).",
+            help="Where jobs run: local (processes here), container (each pod a podman or docker "
+            "container of its image, here; TRAINJOB_CONTAINER_RUNTIME picks one) or kubernetes "
+            "(the kubeconfig's cluster).",
         ),
     ] = Backend.local,
     kubeconfig: Annotated[

@@ -1,7 +1,8 @@
 """What the job commands share: the executor they act through, and kubectl's ways of printing.
 
 :func:`executor` is the one place the CLI picks a backend (``--backend``, ``TRAINJOB_BACKEND``):
-the local executor, or a cluster's (:class:`trainjob.cluster.executor.KubernetesExecutor`); every
+the local executor (its pods as processes, or with ``--backend container`` as containers of
+their images), or a cluster's (:class:`trainjob.cluster.executor.KubernetesExecutor`); every
 command then acts through the :class:`trainjob.executor.base.Executor` interface only. Printing
 follows kubectl: plain columns three spaces apart, ``AGE`` as ``3m12s``, ``<none>`` for empty,
 ``-o json|yaml|name``, describe sections with underlined headers. Only what was asked goes to
@@ -105,7 +106,21 @@ def executor() -> Executor:
         return KubernetesExecutor(TARGET.kubeconfig, TARGET.context)
     from trainjob.local.executor import LocalExecutor
 
+    if TARGET.backend is Backend.container:
+        return LocalExecutor(runner=container_runner())
     return LocalExecutor()
+
+
+def container_runner() -> str:
+    """The container backend's settings for jobs run now: the engine of
+    ``TRAINJOB_CONTAINER_RUNTIME`` (docker or podman), else the one that runs here. Only jobs
+    submitted through it run as containers; every other verb acts on any job of the home."""
+    import os
+
+    from trainjob.local.containers import ContainerSettings, engine
+
+    found = engine.detect(os.environ.get("TRAINJOB_CONTAINER_RUNTIME") or None)
+    return ContainerSettings(engine=found.command).to_json()
 
 
 def namespace_of(ex: Executor, namespace: str | None) -> str:

@@ -40,7 +40,9 @@ watching, not the job, and says how to follow or stop it again.
 Jobs run on this machine unless `--backend kubernetes` (or `TRAINJOB_BACKEND=kubernetes`) comes
 before the command; then every job command acts on the cluster of the kubeconfig (`--kubeconfig`,
 `--context`), and `-n` defaults to the context's namespace. The same YAML runs either way
-([the local backend](local-backend.md), [the controller](controller-install.md)).
+([the local backend](local-backend.md), [the controller](controller-install.md)). With
+`--backend container` jobs still run on this machine, each pod as a podman or docker container of
+its image ([the container backend](container-backend.md)).
 
 Shell completion (commands, options, choices): `source <(trainjob completion bash)`, or
 `trainjob completion zsh > "${fpath[1]}/_trainjob"`, or

@@ -18,6 +18,7 @@ from trainjob.client import constants as c
 from trainjob.client.backends.base import RuntimeBackend
 from trainjob.client.config import (
     ENV_BACKEND,
+    ContainerBackendConfig,
     KubernetesBackendConfig,
     LocalProcessBackendConfig,
     default_backend_config,
@@ -46,9 +47,10 @@ class TrainerClient:
             print(line)
 
     Parameters:
-        backend_config: (optional) ``LocalProcessBackendConfig`` (alias ``LocalBackendConfig``)
-            or ``KubernetesBackendConfig``. Default: ``$TRAINJOB_BACKEND`` if set, else
-            Kubernetes when a kubeconfig or in-cluster config exists, else local.
+        backend_config: (optional) ``LocalProcessBackendConfig`` (alias ``LocalBackendConfig``),
+            ``ContainerBackendConfig`` (each pod a docker or podman container of its image) or
+            ``KubernetesBackendConfig``. Default: ``$TRAINJOB_BACKEND`` if set, else Kubernetes
+            when a kubeconfig or in-cluster config exists, else local.
 
     Raises:
         ValueError: the backend config is not one of these.
@@ -60,7 +62,9 @@ class TrainerClient:
 
     def __init__(
         self,
-        backend_config: LocalProcessBackendConfig | KubernetesBackendConfig | None = None,
+        backend_config: (
+            LocalProcessBackendConfig | ContainerBackendConfig | KubernetesBackendConfig | None
+        ) = None,
     ) -> None:
         chosen = not backend_config
         if not backend_config:
@@ -83,6 +87,10 @@ class TrainerClient:
             from trainjob.client.backends.local import LocalBackend
 
             self.backend = LocalBackend(backend_config)
+        elif isinstance(backend_config, ContainerBackendConfig):
+            from trainjob.client.backends.container import ContainerBackend
+
+            self.backend = ContainerBackend(backend_config)
         else:
             raise ValueError(f"Invalid backend config '{backend_config}'")
 

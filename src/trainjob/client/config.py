@@ -1,10 +1,10 @@
 """Backend configurations and the rule that picks a backend when none is given.
 
-``LocalProcessBackendConfig`` and ``KubernetesBackendConfig`` carry upstream's names and fields
-(``LocalBackendConfig`` is our shorter alias of the first). With no config,
-:class:`trainjob.TrainerClient` uses :func:`default_backend_config`:
+``LocalProcessBackendConfig``, ``ContainerBackendConfig`` and ``KubernetesBackendConfig`` carry
+upstream's names and fields (``LocalBackendConfig`` is our shorter alias of the first). With no
+config, :class:`trainjob.TrainerClient` uses :func:`default_backend_config`:
 
-1. ``TRAINJOB_BACKEND=local`` or ``TRAINJOB_BACKEND=kubernetes`` forces that backend;
+1. ``TRAINJOB_BACKEND=local``, ``=container`` or ``=kubernetes`` forces that backend;
 2. else ``kubernetes`` when a cluster is configured: a kubeconfig file named by ``$KUBECONFIG``
    or at ``~/.kube/config`` exists, or this process runs in a pod (in-cluster config);
 3. else ``local``.
@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -82,6 +82,57 @@ class TrainingRuntimeSource(BaseModel):
         return sources
 
 
+class ContainerBackendConfig(BaseModel):
+    """Run TrainJobs on this machine as containers of their images (docker or podman).
+
+    Upstream's names (Kubeflow SDK 0.5.0). The jobs are the local backend's (same store, CLI and
+    verbs), but each pod runs as containers of its step's image, on a network of the job's own
+    (docs/container-backend.md).
+
+    Args:
+        pull_policy: ``IfNotPresent`` (default), ``Always`` or ``Never``, for containers without
+            an ``imagePullPolicy`` of their own. A local image is used as it is.
+        auto_remove: Accepted for compatibility; a job's containers are always removed when they
+            end, and its files when it is deleted (copy outputs out before ``delete_job``).
+        container_host: A remote engine (``CONTAINER_HOST`` for podman, ``DOCKER_HOST`` for
+            docker), e.g. ``unix:///run/user/1000/podman/podman.sock``.
+        container_runtime: ``docker`` or ``podman`` (default: docker if its daemon answers, else
+            podman, as upstream).
+        env: Environment variables added to every training node (the trainer's env wins).
+        volumes: Extra bind mounts for every container, docker-py style:
+            ``{"/host/dir": {"bind": "/data", "mode": "ro"}}``.
+        runtime_source: Accepted for compatibility (a ``TrainingRuntimeSource``); trainjob's
+            runtimes are its built-in ClusterTrainingRuntimes (upstream's, which
+            ``github://kubeflow/trainer`` serves) and those applied to the local store.
+        dataset_initializer_image, model_initializer_image: The image of the dataset- and
+            model-initializer steps (default: the runtime's; trainjob's is
+            ``localhost/trainjob/initializer:dev`` from ``hack/build-images.sh``).
+        initializer_timeout: Seconds an initializer container may run (default 600).
+        images: trainjob's own: an image to run instead of one a runtime names, e.g.
+            ``{"ghcr.io/kubeflow/trainer/torchtune-trainer:latest":
+            "localhost/trainjob/llm-trainer:dev"}`` (an image built here for one that cannot be
+            pulled).
+        home, namespace, cwd: As for ``LocalProcessBackendConfig``.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    pull_policy: Literal["IfNotPresent", "Always", "Never"] = "IfNotPresent"
+    auto_remove: bool = True
+    container_host: str | None = None
+    container_runtime: Literal["docker", "podman"] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    volumes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    runtime_source: TrainingRuntimeSource = Field(default_factory=TrainingRuntimeSource)
+    dataset_initializer_image: str | None = None
+    model_initializer_image: str | None = None
+    initializer_timeout: int = Field(default=600, gt=0)
+    images: dict[str, str] = Field(default_factory=dict)
+    home: Path | None = None
+    namespace: str = "default"
+    cwd: str | None = None
+
+
 class KubernetesBackendConfig(BaseModel):
     """Run TrainJobs on a Kubernetes cluster with trainjob's (or upstream's) controller.
 
@@ -119,7 +170,7 @@ def in_cluster(env: Mapping[str, str] | None = None, sa_dir: Path = SERVICE_ACCO
 
 def default_backend_config(
     env: Mapping[str, str] | None = None, sa_dir: Path = SERVICE_ACCOUNT_DIR
-) -> LocalProcessBackendConfig | KubernetesBackendConfig:
+) -> LocalProcessBackendConfig | KubernetesBackendConfig | ContainerBackendConfig:
     """The backend to use when the caller named none (rule in the module docstring)."""
     env = os.environ if env is None else env
     forced = (env.get(ENV_BACKEND) or "").strip().lower()
@@ -130,7 +181,12 @@ def default_backend_config(
         if forced in ("kubernetes", "k8s"):
             logger.info("TrainerClient backend: kubernetes (%s=%s)", ENV_BACKEND, forced)
             return KubernetesBackendConfig()
-        raise ValueError(f"{ENV_BACKEND}={forced!r} is not a backend; use 'local' or 'kubernetes'")
+        if forced == "container":
+            logger.info("TrainerClient backend: container (%s=container)", ENV_BACKEND)
+            return ContainerBackendConfig()
+        raise ValueError(
+            f"{ENV_BACKEND}={forced!r} is not a backend; use 'local', 'container' or 'kubernetes'"
+        )
     found = [p for p in kubeconfig_paths(env) if p.is_file()]
     if found:
         logger.info("TrainerClient backend: kubernetes (kubeconfig %s)", found[0])

@@ -51,6 +51,7 @@ from trainjob.local import (
     status,
 )
 from trainjob.local import home as homes
+from trainjob.local import runner as runners
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 from trainjob.runtime import CompileOptions, compile, kinds
 from trainjob.runtime.plan import Plan
@@ -79,9 +80,14 @@ class LocalExecutor(Executor):
     backend = "local"
     poll_interval = 0.1
 
-    def __init__(self, home: Path | None = None) -> None:
+    def __init__(self, home: Path | None = None, runner: str = "") -> None:
+        """``runner``: how the jobs submitted through it run their pods, as stored with each job
+        (:func:`trainjob.local.runner.runner_for`): ``""`` as processes, else a container
+        backend's settings (``ContainerSettings.to_json()``). Every other verb acts on any job
+        of the home, however it runs."""
         self.home = Path(home) if home is not None else homes.default_home()
         self.store = Store(homes.db_path(self.home))
+        self.runner = runner
         self._skipped: set[tuple[str, str, str]] = set()  # damaged rows reported already
         # Pods and event of a job found dead that the store could not record (a full disk).
         self._unwritten: dict[str, tuple[list[PodRow], EventRow]] = {}
@@ -128,6 +134,7 @@ class LocalExecutor(Executor):
             phase=st.SUSPENDED if suspend else st.CREATED,
             status=json.dumps(job_status),
             suspend=int(suspend),
+            runner=self.runner,
         )
         self.exists(name, ns)  # a finished job of that name whose TTL ran out goes first
         self.store.insert_job(row)
@@ -188,13 +195,16 @@ class LocalExecutor(Executor):
     def _preflight(
         self, plan: Plan, runtime: dict[str, object], ns: str, name: str, uid: str, cwd: str
     ) -> list[PodRow]:
-        """Check that every pod that will run has a command that exists here; its Pending rows."""
+        """Check that every pod that will run can run here (its command exists; on the
+        container backend, its image can be had); its Pending rows."""
+        problems = runners.runner_for(self.runner, (ns, name, uid)).check(
+            plan, runtime, self.home, ns, cwd
+        )
+        if problems:
+            raise ConfigError("; ".join(problems))
         plan = Plan(tuple(copy.deepcopy(list(plan.objects))))
-        local_mpi = mpi.adapt(plan, runtime)
+        local_mpi = mpi.adapt(plan, runtime) if not self.runner else None
         templates = pods.pod_templates(plan, uid)
-        network = pods.network_for(plan, templates)
-        problems: list[str] = []
-        checked: set[str] = set()
         rows: list[PodRow] = []
         for t in templates:
             skipped = bool(local_mpi and local_mpi.skips(t))
@@ -211,15 +221,6 @@ class LocalExecutor(Executor):
                     message=mpi.SKIPPED_MESSAGE if skipped else "",
                 )
             )
-            if skipped or t.job in checked:
-                continue
-            checked.add(t.job)
-            try:
-                pods.build_pod(t, network, plan, self.home / "preflight", cwd, ns, dict(os.environ))
-            except pods.PodConfigError as e:
-                problems.append(str(e))
-        if problems:
-            raise ConfigError("; ".join(problems))
         return rows
 
     def _start_supervisor(self, row: JobRow) -> None:
@@ -330,6 +331,7 @@ class LocalExecutor(Executor):
             if p.pid and procs.alive(p.pid, p.pid_start):
                 procs.kill_group(p.pid)
         ptree.end(self._job_processes(row), grace=0)  # every process of the job, any session
+        runners.clean_up(row.runner, row.namespace, row.name, row.uid)
         ts = times.now()
         log = homes.supervisor_log(self.home, row.namespace, row.name)
         if row.supervisor_pid is None:
@@ -662,6 +664,7 @@ class LocalExecutor(Executor):
         # What the supervisor knew and whatever carries the job's mark (it was killed before it
         # could stop them).
         ptree.end(self._job_processes(row), grace=0)
+        runners.clean_up(row.runner, namespace, name, row.uid)
         try:
             files.remove_tree(self.home, homes.job_dir(self.home, namespace, name))
         except files.UnsafePathError as e:  # a link planted on the way: its target is left alone

@@ -18,7 +18,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
@@ -142,7 +142,11 @@ class PodRun:
     """The processes of one pod. Call :meth:`start`, then :meth:`poll` until :attr:`done`."""
 
     def __init__(
-        self, pod: LocalPod, log: Path, probe_pool: ThreadPoolExecutor | None = None
+        self,
+        pod: LocalPod,
+        log: Path,
+        probe_pool: ThreadPoolExecutor | None = None,
+        on_exit: Callable[[LocalContainer, int | None], str] | None = None,
     ) -> None:
         self.pod = pod
         self.log = log
@@ -150,7 +154,9 @@ class PodRun:
         self.stage = -1  # index into init containers; len(inits) = main containers
         self.exit_code: int | None = None
         self.failed_container = ""
-        self.killed_why: dict[str, str] = {}  # container -> why a probe had it killed
+        # container -> why it ended, when known: a probe had it killed, its command is not in
+        # its image (said by ``on_exit``)
+        self.killed_why: dict[str, str] = {}
         self.probes: PodProbes | None = None
         self._probe_pool = probe_pool
         self._sigkill_at: dict[int, float] = {}
@@ -161,6 +167,10 @@ class PodRun:
         self.grace = grace_of(pod.template.spec)
         self.seen: ptree.Procs = {}  # every process of the pod seen so far (pid -> start time)
         self._cleaned: set[int] = set()  # containers (their Popen) whose leftovers were killed
+        # Called once for each container whose process has ended (its return code, None when it
+        # could not be reaped): the container runner removes the container there, and may say
+        # why it ended (trainjob.local.runner). Processes need nothing more.
+        self._on_exit = on_exit
 
     @property
     def done(self) -> bool:
@@ -233,6 +243,17 @@ class PodRun:
         tab = ptree.table()
         left = {**ptree.descendants([p.pid], tab), **ptree.owned(self.owner + name, tab)}
         ptree.end(left, grace=0)
+
+    def _exited(self, p: subprocess.Popen[bytes], ctr: LocalContainer) -> None:
+        """Container ``ctr`` (process ``p``) has ended: what it left is killed, once."""
+        if id(p) in self._cleaned:
+            return
+        self._cleaned.add(id(p))
+        self._leftovers(p, ctr.name)
+        if self._on_exit is not None:
+            why = self._on_exit(ctr, p.returncode)
+            if why and ctr.name not in self.killed_why:
+                self.killed_why[ctr.name] = why
 
     def _advance(self) -> None:
         inits = self.pod.init_containers
@@ -308,9 +329,8 @@ class PodRun:
                 del self._sigkill_at[i]
         codes = [p.poll() for p in self.procs]
         for p, rc, ctr in zip(self.procs, codes, self._containers_now(), strict=True):
-            if rc is not None and id(p) not in self._cleaned:
-                self._cleaned.add(id(p))
-                self._leftovers(p, ctr.name)
+            if rc is not None:
+                self._exited(p, ctr)
         if any(rc is None for rc in codes):
             # A failed container fails the pod now only for init containers (sequential).
             return False
@@ -346,6 +366,9 @@ class PodRun:
         for p in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
+        if self.procs:
+            for p, ctr in zip(self.procs, self._containers_now(), strict=True):
+                self._exited(p, ctr)
         rc = self.procs[0].returncode if self.procs else 0
         self._finish(exit_code(rc if rc is not None else -signal.SIGKILL))
 

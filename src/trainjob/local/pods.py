@@ -423,7 +423,7 @@ def resolve_env(ctr: Obj, pod: PodTemplate, objects: Plan, namespace: str) -> di
     for var in ctr.get("env") or ():
         name = var["name"]
         if "valueFrom" not in var:
-            env[name] = _expand(str(var.get("value") or ""), env)
+            env[name] = expand(str(var.get("value") or ""), env)
             continue
         vf = var["valueFrom"]
         value: str | None
@@ -451,7 +451,7 @@ def resolve_env(ctr: Obj, pod: PodTemplate, objects: Plan, namespace: str) -> di
     return env
 
 
-def _expand(value: str, env: Mapping[str, str]) -> str:
+def expand(value: str, env: Mapping[str, str]) -> str:
     """Kubernetes ``$(VAR)`` expansion; ``$$`` escapes; unknown references stay as written."""
 
     def sub(m: re.Match[str]) -> str:
@@ -614,7 +614,7 @@ def build_pod(
         env = {
             k: rewrite_paths(network.rewrite_env(v, pod.hostname), mounts) for k, v in env.items()
         }
-        argv = [_expand(a, env) for a in argv]
+        argv = [expand(a, env) for a in argv]
         argv = [rewrite_paths(network.rewrite(a, pod.hostname), mounts) for a in argv]
         workdir = ctr.get("workingDir")
         run_dir = cwd

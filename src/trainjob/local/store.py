@@ -1,7 +1,7 @@
 """The local job store: one SQLite file (WAL) shared by clients and supervisors.
 
 Tables: ``jobs`` (the TrainJob, its resolved runtime and Plan, phase, status, the supervisor's
-identity), ``pods`` (one row per pod of the JobSet), ``events`` and ``runtimes`` (runtimes applied
+identity, how its pods run: as processes or containers), ``pods`` (one row per pod of the JobSet), ``events`` and ``runtimes`` (runtimes applied
 with ``LocalExecutor.apply_runtime``). Every write is one short transaction, so a client and the
 supervisors of several jobs can use the file at once; a supervisor writes only rows of its own
 job ``uid``, so a deleted and re-created job is never touched by the old job's supervisor.
@@ -32,7 +32,7 @@ from urllib.parse import quote
 from trainjob.errors import AlreadyExistsError, ConfigError
 from trainjob.local import files
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # SQLite primary result codes (sqlite3.h).
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_CORRUPT = 5, 6, 8, 11
 SQLITE_CANTOPEN, SQLITE_NOTADB = 14, 26
@@ -75,6 +75,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   deleting INTEGER NOT NULL DEFAULT 0,
   supervisor_pid INTEGER,
   supervisor_start TEXT,
+  runner TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (namespace, name)
 );
 CREATE TABLE IF NOT EXISTS pods (
@@ -141,6 +142,7 @@ class JobRow:
     deleting: int = 0
     supervisor_pid: int | None = None
     supervisor_start: str | None = None
+    runner: str = ""  # how its pods run: "" processes, else container settings (local.runner)
 
     def trainjob_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = json.loads(self.trainjob)
@@ -380,6 +382,9 @@ class Store:
                 # Upgrades, one version at a time; each only adds what older rows lack.
                 if int(row[0]) < 2:
                     db.execute("ALTER TABLE pods ADD COLUMN ready INTEGER NOT NULL DEFAULT 0")
+                job_cols = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
+                if int(row[0]) < 3 and "runner" not in job_cols:
+                    db.execute("ALTER TABLE jobs ADD COLUMN runner TEXT NOT NULL DEFAULT ''")
                 db.execute(
                     "UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     (str(SCHEMA_VERSION),),

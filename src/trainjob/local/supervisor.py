@@ -47,6 +47,7 @@ from trainjob.executor import triage
 from trainjob.executor.steps import step_name
 from trainjob.local import files, logfiles, mpi, outputs, pods, procs, ptree, status, volumes
 from trainjob.local import home as homes
+from trainjob.local import runner as runners
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
 from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan
@@ -96,7 +97,10 @@ class Supervisor:
         self.in_order = startup.get("startupPolicyOrder") == "InOrder"
         self.jobset_name = self.plan.jobset["metadata"]["name"]
         self.kept = outputs.kept(self.plan, home, namespace, name, row.created, uid)
-        self.local_mpi = mpi.adapt(self.plan, self.runtime)
+        # How pods run: processes here, or containers (trainjob.local.runner); the rest of the
+        # supervisor is the same for both.
+        self.runner = runners.runner_for(row.runner, (namespace, name, uid), self._runner_event)
+        self.local_mpi = mpi.adapt(self.plan, self.runtime) if not row.runner else None
         if self.local_mpi:
             self.base_env.update(self.local_mpi.env)
         self._probe_pool: ThreadPoolExecutor | None = None
@@ -127,6 +131,9 @@ class Supervisor:
             )
         )
         self.dirty = True
+
+    def _runner_event(self, type_: str, reason: str, message: str, kind: str, obj: str) -> None:
+        self.event(type_, reason, message, kind, obj)
 
     def set_pod(self, key: Key, **values: Any) -> None:
         self.rows[key] = replace(self.rows[key], **values)
@@ -185,7 +192,6 @@ class Supervisor:
         """Create the pods of a (re)started JobSet, all Pending."""
         self.first_failure = ""
         self.templates = pods.pod_templates(self.plan, self.uid, self.restarts)
-        self.network = pods.network_for(self.plan, self.templates, procs.free_port)
         self.runs = {}
         self.failures = {}
         self.virtual = set()
@@ -209,6 +215,10 @@ class Supervisor:
                 message=message,
             )
         self.dirty = True
+        try:
+            self.runner.new_attempt(self.plan, self.templates)  # new endpoints for the pods
+        except pods.PodConfigError as e:
+            self.fail(status.REASON_POD_CONFIG_ERROR, str(e))
 
     def job_state(self, rname: str, j: int) -> str:
         keys = [k for k in self.rows if k[0] == rname and k[1] == j]
@@ -262,9 +272,8 @@ class Supervisor:
                 kept = self.kept.dirs(t)
                 volumes.materialize(t, self.plan, vols, kept)
                 files.private_dirs(self.home, self.kept.checkpoint_dir)
-                local = pods.build_pod(
+                local = self.runner.build(
                     t,
-                    self.network,
                     self.plan,
                     vols,
                     self.row.cwd,
@@ -277,9 +286,8 @@ class Supervisor:
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
             log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
-            run = PodRun(local, log, self.probe_pool)
             try:
-                run.start()
+                run = self.runner.start(local, log, self.probe_pool)
             except (OSError, ConfigError) as e:
                 self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
                 return
@@ -602,6 +610,7 @@ class Supervisor:
             self.flush()
         finally:
             self.kill_all()
+            self.runner.close()
             if self._probe_pool is not None:
                 self._probe_pool.shutdown(wait=False, cancel_futures=True)
             self.end_everything()

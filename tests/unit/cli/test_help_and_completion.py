@@ -72,7 +72,9 @@ def test_completion_rejects_an_unknown_shell() -> None:
     [
         pytest.param(["trainjob", "ge"], ["get"], id="a command"),
         pytest.param(["trainjob", "get", ""], ["jobs", "runtimes"], id="a subcommand"),
-        pytest.param(["trainjob", "--backend", ""], ["local", "kubernetes"], id="a choice"),
+        pytest.param(
+            ["trainjob", "--backend", ""], ["local", "container", "kubernetes"], id="a choice"
+        ),
         pytest.param(["trainjob", "logs", "x", "--f"], ["--follow"], id="an option"),
         pytest.param(["trainjob", "completion", ""], ["bash", "zsh", "fish"], id="the shells"),
     ],
@@ -107,4 +109,4 @@ def test_the_zsh_and_fish_scripts_call_back_and_get_candidates() -> None:
             "_TYPER_COMPLETE_ARGS": "trainjob --backend ",
         }
     )
-    assert got.stdout.split() == ["local", "kubernetes"]
+    assert got.stdout.split() == ["local", "container", "kubernetes"]

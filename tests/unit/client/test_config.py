@@ -135,3 +135,76 @@ def test_an_unusable_kubeconfig_picked_by_the_default_rule_says_how_to_run_local
     with pytest.raises(ConfigError) as err:
         TrainerClient(config.KubernetesBackendConfig())
     assert "TRAINJOB_BACKEND" not in str(err.value)
+
+
+def test_trainjob_backend_container_is_the_container_backend(home: Path) -> None:
+    cfg = config.default_backend_config({"HOME": str(home), "TRAINJOB_BACKEND": "container"})
+    assert isinstance(cfg, config.ContainerBackendConfig)
+
+
+def test_container_backend_config_has_upstreams_fields_and_checks_them() -> None:
+    cfg = config.ContainerBackendConfig(
+        pull_policy="Never",
+        auto_remove=True,
+        container_host="unix:///run/podman.sock",
+        container_runtime="podman",
+        env={"A": "1"},
+        volumes={"/data": {"bind": "/mnt/data", "mode": "ro"}},
+        dataset_initializer_image="img:1",
+        model_initializer_image="img:2",
+        initializer_timeout=60,
+    )
+    assert cfg.runtime_source.sources == ["github://kubeflow/trainer"]
+    assert cfg.namespace == "default"
+    for bad in ({"pull_policy": "Sometimes"}, {"container_runtime": "lxc"},
+                {"initializer_timeout": 0}, {"unknown": 1}):  # fmt: skip
+        with pytest.raises(ValueError):
+            config.ContainerBackendConfig(**bad)
+
+
+def test_container_settings_follow_the_config(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upstream's fields become the executor's container settings (the engine lookup, which runs
+    podman or docker, is replaced here by a fixed answer; tests/e2e runs the real one)."""
+    from trainjob.client.backends import container
+    from trainjob.local.containers import engine
+    from trainjob.local.containers.engine import Engine
+
+    monkeypatch.setattr(engine, "detect", lambda runtime, host: Engine("/usr/bin/podman"))
+    cfg = config.ContainerBackendConfig(
+        volumes={"/data": {"bind": "/mnt/data", "mode": "ro"}, "/out": {"bind": "/out"}},
+        dataset_initializer_image="init:1",
+        images={"a:1": "b:2"},
+        auto_remove=False,
+    )
+    with caplog.at_level(logging.WARNING):
+        s = container.settings_of(cfg)
+    assert s.engine == "/usr/bin/podman" and s.pull_policy == "IfNotPresent"
+    assert [(m.source, m.target, m.read_only) for m in s.mounts] == [
+        ("/data", "/mnt/data", True),
+        ("/out", "/out", False),
+    ]
+    assert dict(s.step_images) == {"dataset-initializer": "init:1"}
+    assert dict(s.images) == {"a:1": "b:2"} and s.initializer_timeout == 600
+    assert "auto_remove=False" in caplog.text
+    with pytest.raises(ValueError, match=r"volumes\['/x'\] needs a 'bind'"):
+        container.settings_of(config.ContainerBackendConfig(volumes={"/x": {"mode": "ro"}}))
+    with pytest.raises(ValueError, match=r"\['mode'\] must be 'rw' or 'ro'"):
+        container.settings_of(
+            config.ContainerBackendConfig(volumes={"/x": {"bind": "/y", "mode": "rx"}})
+        )
+
+
+def test_no_container_engine_is_a_config_error_that_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trainjob.errors import ConfigError
+    from trainjob.local.containers import engine
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ConfigError, match="needs docker or podman") as err:
+        engine.detect(None)
+    assert "apt-get install podman runc" in str(err.value)
+    with pytest.raises(ConfigError, match="container runtime must be docker or podman"):
+        engine.detect("lxc")

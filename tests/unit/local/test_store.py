@@ -177,3 +177,22 @@ def test_a_store_from_schema_version_1_is_upgraded_in_place_and_keeps_its_pods(
     assert got == (str(SCHEMA_VERSION),) and SCHEMA_VERSION >= 2
     store.put_pods([replace(pod, phase="Running", ready=True)])
     assert store.pods("default", "old")[0].ready is True
+
+
+def test_a_store_from_schema_version_2_gets_the_runner_column_and_its_jobs_run_as_processes(
+    tmp_path: Path,
+) -> None:
+    """Jobs stored before the container backend (schema 2) read back as process jobs."""
+    db = sqlite3.connect(tmp_path / "db")
+    Store(tmp_path / "db").insert_job(_row("old", "u0", "Complete"))
+    db.execute("ALTER TABLE jobs DROP COLUMN runner")
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    store = Store(tmp_path / "db")
+    job = store.job("default", "old")
+    assert job is not None and job.runner == ""
+    assert store.update_job("default", "old", "u0", runner='{"container": {}}')
+    assert store.job("default", "old").runner == '{"container": {}}'  # type: ignore[union-attr]
+    got = sqlite3.connect(tmp_path / "db").execute("SELECT value FROM meta").fetchone()
+    assert got == ("3",)
