@@ -303,7 +303,9 @@ def test_the_llm_lora_example_runs_on_the_llm_trainer_image(tmp_path: Path) -> N
     logs = "\n".join(ex.logs("llm-lora"))
     assert s.phase == "Complete", (s.message, logs[-3000:])
     assert re.search(r"^Epoch 3/3 done: mean loss [0-9.]+", logs, re.M), logs[-2000:]
-    out = ex.home / "jobs/default/llm-lora/volumes/initializer/output"
+    # kept after the job (docs/lifecycle.md): $TRAINJOB_HOME/outputs/default/llm-lora/RUN/...,
+    # mounted into the containers at the runtime's mountPath
+    out = Path(next(o.location for o in ex.outputs("llm-lora") if o.name == "output_dir"))
     assert (out / "adapter_config.json").exists() and (out / "adapter_model.safetensors").exists()
     assert containers.left_behind(_uid(ex, "llm-lora")) == {}
     ex.delete("llm-lora")
