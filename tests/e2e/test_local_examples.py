@@ -176,9 +176,12 @@ def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path: Path) -> Non
     _cli(home, "delete", "cli-bad", cwd=tmp_path)
 
 
-def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_path: Path) -> None:
+def test_run_follow_shows_the_initializers_lines_then_the_trainers_logs(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    init = "import time; time.sleep(0.5); open('/workspace/data.txt', 'w').write('data')"
+    init = (
+        "import time; time.sleep(0.5); open('/workspace/data.txt', 'w').write('data'); "
+        "print('1/1 files, 4 B', flush=True)"
+    )
     (tmp_path / "runtime.yaml").write_text(
         yaml.safe_dump(L.runtime("with-init", initializer=init).to_dict())
     )
@@ -187,9 +190,10 @@ def test_run_follow_shows_progress_until_the_trainer_starts_then_its_logs(tmp_pa
     run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout == "trainjob.trainer.kubeflow.org/inits created\ndata\n"
+    # the initializer's own lines on stderr, prefixed with its step, before the trainer's log
+    assert "[dataset-initializer] 1/1 files, 4 B" in run.stderr.splitlines(), run.stderr
     progress = [line for line in run.stderr.splitlines() if line.startswith("inits: ")]
-    assert progress[0] == "inits: Created  dataset-initializer Pending  node-0 Pending"
-    assert all(line.endswith("node-0 Pending") for line in progress)
+    assert all(line.endswith("node-0 Pending") for line in progress), run.stderr
     assert run.stderr.splitlines()[-1].startswith("trainjob.trainer.kubeflow.org/inits Complete")
 
 
