@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -55,6 +56,7 @@ from trainjob.executor.model import MetricSample, trainer_status_sample
 from trainjob.executor.steps import parse_step
 
 STATIC = Path(__file__).parent / "static"
+log = logging.getLogger(__name__)
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -123,7 +125,12 @@ class Dashboard:
             first = True
             quiet = 0.0
             while True:
-                listing = await self.listing(ns)
+                try:
+                    listing = await self.listing(ns)
+                except Exception as e:  # the store or the cluster away: say so, look again
+                    yield event("failed", {"message": _problem(e)})
+                    await asyncio.sleep(max(self.poll, 2.0))
+                    continue
                 now = {(r["namespace"], r["name"]): r for r in listing.rows}
                 if first:
                     yield f"event: snapshot\ndata: {self._head()}{listing.body}}}\n\n"
@@ -191,6 +198,10 @@ class Dashboard:
                 except NotFoundError as e:
                     yield event("gone", {"message": text.printable(str(e))})
                     return
+                except Exception as e:  # the store or the cluster away: say so, look again
+                    yield event("failed", {"message": _problem(e)})
+                    await asyncio.sleep(max(self.poll, 2.0))
+                    continue
                 if not self.keeps_history:
                     samples = [s for s in samples if s.time != last_time]
                     if samples:
@@ -351,6 +362,15 @@ def _job_key(request: Request) -> tuple[str, str]:
 
 def _resource(name: str) -> str:
     return f"trainjob.{c.GROUP}/{name}"
+
+
+def _problem(e: Exception) -> str:
+    """What a live stream tells the page when a look failed: a user's error as its message,
+    anything else by its type too (and logged with its traceback: it may be a bug)."""
+    if isinstance(e, TrainJobError):
+        return text.printable(str(e))
+    log.warning("dashboard: a look at the jobs failed", exc_info=e)
+    return text.printable(f"{type(e).__name__}: {e}")
 
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:

@@ -241,3 +241,27 @@ def test_page_scripts_never_parse_html() -> None:
         src = p.read_text()
         for bad in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
             assert bad not in src, f"{p.name} uses {bad}"
+
+
+class _StoreGoneAfterFirstLook(LocalExecutor):
+    """A local executor whose store stops answering after the first listing (a test double for
+    a store or cluster that goes away mid-stream)."""
+
+    looks = 0
+
+    def states(self, namespace: str | None = None, *, pods: bool = True) -> list[Any]:
+        type(self).looks += 1
+        if type(self).looks > 1:
+            from trainjob.errors import ConfigError
+
+            raise ConfigError("cannot read the job store: disk I/O error")
+        return super().states(namespace, pods=pods)
+
+
+def test_a_stream_says_when_a_look_fails_and_goes_on(home: Path, ex: LocalExecutor) -> None:
+    store_job(ex, "first")
+    app = create_app(lambda: _StoreGoneAfterFirstLook(home), poll=0.05)
+    with TestClient(app, base_url="http://127.0.0.1:8090") as c:
+        events = first_events(c, "/api/jobs/stream", 3)
+    assert [e[0] for e in events] == ["snapshot", "failed", "failed"]
+    assert events[1][1]["message"] == "cannot read the job store: disk I/O error"

@@ -230,6 +230,7 @@
     sections.curves.classList.add("curves");
     TJ.stream(base + "/stream", {
       detail: (d) => { TJ.setNow(d.now); render(d.job); },
+      failed: (d) => { TJ.live(false); TJ.flash("cannot read the job: " + d.message, true); },
       metrics: (d) => { points.push(...d.points); drawCurves(); },
       gone: (d, es) => {
         es.close();

@@ -117,6 +117,7 @@
         refreshFilters();
         empty();
       },
+      failed: (d) => { TJ.live(false); TJ.flash("cannot list the jobs: " + d.message, true); },
       changed: (d) => {
         TJ.setNow(d.now);
         for (const k of d.removed) drop(k[0] + "/" + k[1]);
