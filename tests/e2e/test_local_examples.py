@@ -165,14 +165,19 @@ def test_the_cli_exits_1_with_the_reason_when_a_job_fails(tmp_path: Path) -> Non
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
     run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--follow", cwd=tmp_path)
     assert run.returncode == 1
-    *_progress, last = run.stderr.splitlines()
-    assert last.startswith("error: trainjob.trainer.kubeflow.org/cli-bad Failed")
-    assert "FailedJobs: jobset failed due to one or more job failures" in run.stderr
-    # ... and what the failed step said, so the cause is on the one line.
-    assert last.endswith(
-        '; node-0: container "node" failed: exit code 1; '
+    lines = run.stderr.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("error: "))
+    head = lines[at]
+    assert head.startswith("error: trainjob.trainer.kubeflow.org/cli-bad Failed")
+    assert "FailedJobs: jobset failed due to one or more job failures" in head
+    # ... and which step and rank failed first, what it said, so the cause is on the one line,
+    assert head.endswith(
+        '; first failed: node-0 (rank 0): container "node" failed: exit code 1; '
         "its log says: ValueError: lr must be positive"
     )
+    # then that rank's last log lines (docs/lifecycle.md: Why a job failed)
+    assert lines[at + 1] == "last lines of node-0's log:"
+    assert lines[-1] == "  ValueError: lr must be positive"
     _cli(home, "delete", "cli-bad", cwd=tmp_path)
 
 
