@@ -58,7 +58,7 @@ def test_get_jobs_watch_prints_each_change_until_ctrl_c(tmp_path: Path) -> None:
         watch.kill()
     assert watch.returncode == 0, err
     rows = [line.split() for line in out.splitlines()]
-    assert rows[0] == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    assert rows[0] == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "PROGRESS", "ETA", "AGE"]
     statuses = [r[1] for r in rows[1:]]
     assert statuses[-1] == "Complete", out
     assert len(statuses) >= 2 and statuses[0] in ("Created", "Running"), out

@@ -114,7 +114,16 @@ def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path: Path) -> 
     assert re.search(r"^cli-job: (Created|Running)  node-0 \w+  node-1 \w+$", run.stderr, re.M)
 
     table = _cli(home, "get", "jobs", cwd=tmp_path).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    assert table[0].split() == [
+        "NAME",
+        "STATUS",
+        "RUNTIME",
+        "NODES",
+        "RESTARTS",
+        "PROGRESS",
+        "ETA",
+        "AGE",
+    ]
     assert table[1].split()[:5] == ["cli-job", "Complete", "plain", "2", "0"]
     assert _cli(home, "get", "jobs", "-o", "name", cwd=tmp_path).stdout == (
         "trainjob.trainer.kubeflow.org/cli-job\n"

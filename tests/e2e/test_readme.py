@@ -46,7 +46,16 @@ def test_the_use_commands_run_in_order_and_show_what_their_comments_say(user: wh
     assert "kind: JobSet" in said["trainjob plan -f examples/torch-ddp.yaml"]
     assert "done: y = 3.00x + -1.00" in said["trainjob run -f examples/torch-ddp.yaml --follow"]
     jobs = said["trainjob get jobs"].splitlines()
-    assert jobs[0].split() == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    assert jobs[0].split() == [
+        "NAME",
+        "STATUS",
+        "RUNTIME",
+        "NODES",
+        "RESTARTS",
+        "PROGRESS",
+        "ETA",
+        "AGE",
+    ]
     assert jobs[1].split()[:2] == ["torch-ddp", "Complete"]
     described = said["trainjob describe job torch-ddp"]
     assert "Conditions:" in described and "Steps:" in described and "Events:" in described

@@ -104,6 +104,9 @@ def start_controller(
     ]
     if webhooks:
         args += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
+    if not any(a in extra for a in ("--no-status-server", "--status-server-port")):
+        # on loopback, any free port: several controllers run at once in these tests
+        args += ["--status-server-host", "127.0.0.1", "--status-server-port", "0"]
     log_path = Path(tempfile.mkstemp(prefix="trainjob-controller-", suffix=".log")[1])
     env = {**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, **(env or {})}
     proc = subprocess.Popen(

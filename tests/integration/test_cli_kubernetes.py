@@ -164,14 +164,23 @@ def test_run_get_describe_suspend_resume_delete_on_the_cluster(
     got = cli(control_plane, "get", "jobs", "-n", namespace)
     assert got.returncode == 0, got.stderr
     header, row = got.stdout.splitlines()
-    assert header.split() == ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    assert header.split() == [
+        "NAME",
+        "STATUS",
+        "RUNTIME",
+        "NODES",
+        "RESTARTS",
+        "PROGRESS",
+        "ETA",
+        "AGE",
+    ]
     assert row.split()[:5] == ["ddp", "Created", "torch-distributed", "2", "0"]
 
     make_pod(kube, namespace, "ddp", 0, "Running")
     make_pod(kube, namespace, "ddp", 1, "Failed", exit_code=3)
     got = cli(control_plane, "get", "jobs", "-n", namespace, "-o", "wide")
     cells = got.stdout.splitlines()[1].split()
-    assert cells[:2] == ["ddp", "Running"] and cells[6] == "2026-11-30T01:00:00Z", got.stdout
+    assert cells[:2] == ["ddp", "Running"] and cells[8] == "2026-11-30T01:00:00Z", got.stdout
 
     everywhere = cli(control_plane, "get", "jobs", "-A").stdout.splitlines()
     assert everywhere[0].split()[:2] == ["NAMESPACE", "NAME"]

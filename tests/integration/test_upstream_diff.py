@@ -288,7 +288,12 @@ def test_trainjob_does_what_upstream_does(
 
         # Phase 2: trainjob.
         upstream_harness.swap_crds(kube, sorted((REPO / "manifests" / "crds").glob("*.yaml")))
-        ctl = start_controller(SimpleNamespace(kubeconfig=plane.kubeconfig))  # type: ignore[arg-type]
+        # with the status server off, as upstream's TrainJobStatus feature gate is by default
+        # (on, trainjob adds upstream's env, projected volume and CA ConfigMap to each job)
+        ctl = start_controller(
+            SimpleNamespace(kubeconfig=plane.kubeconfig),  # type: ignore[arg-type]
+            "--no-status-server",
+        )
         try:
             wait_for(
                 lambda: upstream_harness.webhooks_effective(kube),

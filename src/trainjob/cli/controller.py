@@ -9,7 +9,8 @@ Examples::
 Webhooks: ``--self-signed-webhooks`` makes a loopback CA and registers its own webhook
 configurations; ``--cert-management secret`` keeps certificates in a Secret and the CA in the
 installed configurations (the manifests' default); ``--cert-dir`` serves cert-manager's files;
-none of these: no webhooks. SIGTERM/SIGINT stop it cleanly (the lease is released).
+none of these: no webhooks. The TrainJob status endpoint (progress, KEP-2779) is served on port
+10443 unless ``--no-status-server``. SIGTERM/SIGINT stop it cleanly (the lease is released).
 
 Registered on :data:`trainjob.cli.app`; the work is done by :class:`trainjob.controller.manager.Manager`.
 """
@@ -26,6 +27,7 @@ from typing import Annotated
 import typer
 
 from trainjob.cli import app
+from trainjob.controller import statusserver
 from trainjob.controller.manager import Manager, Options, default_leader_election_namespace
 from trainjob.controller.webhooks import serving
 from trainjob.kube.client import Client
@@ -86,6 +88,23 @@ def controller(
     ),
     mutating_webhook_configuration: Annotated[str, typer.Option()] = serving.MUTATING,
     validating_webhook_configuration: Annotated[str, typer.Option()] = serving.VALIDATING,
+    status_server: Annotated[
+        bool,
+        typer.Option(help="serve the TrainJob status endpoint trainers report progress to"),
+    ] = True,
+    status_server_host: Annotated[str, typer.Option(help="address of the status server")] = (
+        "0.0.0.0"
+    ),
+    status_server_port: Annotated[
+        int, typer.Option(help="status server port (0: any free port)")
+    ] = 10443,
+    status_server_url: Annotated[
+        str | None,
+        typer.Option(
+            help="the URL pods reach the status server at (default: "
+            "https://<webhook service>.<namespace>.svc:<port>)"
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING, ERROR")] = "INFO",
 ) -> None:
     """Run the TrainJob controller and its admission webhooks."""
@@ -136,6 +155,15 @@ def controller(
         renew_deadline=renew_deadline,
         retry_period=retry_period,
         webhooks=webhooks,
+        status_server=statusserver.Options(
+            host=status_server_host,
+            port=status_server_port,
+            base_url=status_server_url,
+            service_name=webhook_service,
+            namespace=own_ns,
+        )
+        if status_server
+        else None,
     )
     manager = Manager(client, options)
 

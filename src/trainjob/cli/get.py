@@ -1,11 +1,14 @@
 """``trainjob get jobs|runtimes`` and ``trainjob describe job``: what kubectl get/describe print.
 
-``get jobs [NAME...] [-A] [-o wide|json|yaml|name] [-w]``: NAME STATUS RUNTIME NODES RESTARTS AGE
-(NAMESPACE first with ``-A``; STARTED DURATION REASON with ``-o wide``), from one listing of the
+``get jobs [NAME...] [-A] [-o wide|json|yaml|name] [-w]``: NAME STATUS RUNTIME NODES RESTARTS
+PROGRESS ETA AGE (NAMESPACE first with ``-A``; STARTED DURATION REASON LOSS with ``-o wide``;
+PROGRESS, ETA and LOSS are what the training last reported, ``status.trainerStatus``, the ETA
+counted down since), from one listing of the
 backend (:meth:`trainjob.executor.base.Executor.states`); ``-w`` prints a job's row again each
 time its status or restarts change (:meth:`~trainjob.executor.base.Executor.watch_states`).
 ``get runtimes``: NAME KIND FRAMEWORK NODES (IMAGE with ``-o wide``). ``describe job NAME``:
-status, conditions, jobs, steps (pods), where the logs are, and events.
+status, progress (every metric last reported), conditions, jobs, steps (pods), where the logs
+are, and events.
 
 Registered on :data:`trainjob.cli.app`; acts through the executor of :func:`trainjob.cli.output.
 executor` only, so every backend prints the same.
@@ -28,6 +31,7 @@ from trainjob.cli.output import (
     Namespace,
     OutputFormat,
     age,
+    duration,
     echo,
     err,
     executor,
@@ -114,21 +118,46 @@ def _trainjob(s: JobState) -> TrainJob:
 
 
 def job_headers(all_namespaces: bool, wide: bool) -> list[str]:
-    headers = ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "AGE"]
+    headers = ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "PROGRESS", "ETA", "AGE"]
     if all_namespaces:
         headers.insert(0, "NAMESPACE")
     if wide:
-        headers += ["STARTED", "DURATION", "REASON"]
+        headers += ["STARTED", "DURATION", "REASON", "LOSS"]
     return headers
 
 
+def progress_cells(s: JobState) -> tuple[str, str, str]:
+    """PROGRESS, ETA and LOSS of a job: ``<none>`` before any report; no ETA once finished."""
+    p = s.progress
+    if p is None:
+        return "<none>", "<none>", "<none>"
+    eta = p.remaining()
+    return (
+        "<none>" if p.progress_percentage is None else f"{p.progress_percentage}%",
+        "<none>" if eta is None or s.finished else duration(eta),
+        short_number(p.loss) if p.loss is not None else "<none>",
+    )
+
+
+def short_number(value: str) -> str:
+    """A reported value as a person reads it: ``0.6931`` for ``0.69314718056``."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return value if number.is_integer() and "." not in value else f"{number:.4g}"
+
+
 def job_row(s: JobState, all_namespaces: bool, wide: bool) -> list[str]:
+    progress, eta, loss = progress_cells(s)
     row = [
         s.name,
         s.phase,
         s.runtime_name,
         str(s.num_nodes or "<default>"),
         str(s.restarts),
+        progress,
+        eta,
         age(s.created),
     ]
     if all_namespaces:
@@ -139,6 +168,7 @@ def job_row(s: JobState, all_namespaces: bool, wide: bool) -> list[str]:
             s.started or "<none>",
             age(s.started, end) if s.started else "<none>",
             s.reason or "<none>",
+            loss,
         ]
     return row
 
@@ -206,7 +236,7 @@ def get_jobs(
         ),
     ] = False,
 ) -> None:
-    """List TrainJobs: NAME STATUS RUNTIME NODES RESTARTS AGE."""
+    """List TrainJobs: NAME STATUS RUNTIME NODES RESTARTS PROGRESS ETA AGE."""
     fmt = output_format(output)
     ex = executor()
     namespace = namespace_of(ex, namespace)
@@ -339,6 +369,7 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
         field("Failure", failure.summary())
         if failure.tail:
             field("", failure.tail_text().replace("\n", "\n" + " " * 12))
+    describe_progress(s)
     status = tj.status
     print_section(
         "Conditions",
@@ -393,6 +424,23 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
             ]
             for e in ex.events(name, namespace)
         ],
+    )
+
+
+def describe_progress(s: JobState) -> None:
+    """``Progress:`` what the training last reported: percentage, ETA, when, every metric."""
+    p = s.progress
+    if p is None:
+        field("Progress", "<none>")
+        return
+    progress, eta, _ = progress_cells(s)
+    line = progress
+    if eta != "<none>":
+        line += f", ETA {eta}"
+    print_section(
+        f"Progress ({line}, reported {age(p.time)} ago)",
+        ("Metric", "Value"),
+        [[k, v] for k, v in p.metrics.items()],
     )
 
 

@@ -133,7 +133,12 @@ def age(ts: str | None, until: float | None = None) -> str:
     start = times.parse(ts)
     if start is None:
         return "<none>"
-    secs = max(0, int((until or time.time()) - start))
+    return duration(int((until or time.time()) - start))
+
+
+def duration(secs: int) -> str:
+    """``age``'s format for a number of seconds (an ETA)."""
+    secs = max(0, secs)
     if secs < 120:
         return f"{secs}s"
     if secs < 3600:

@@ -1,4 +1,5 @@
-"""Show a TrainJob's progress while ``wait_for_job_status`` waits: steps, status, elapsed time.
+"""Show a TrainJob's progress while ``wait_for_job_status`` waits: steps, status, elapsed time,
+and what its training reported (percentage, ETA, loss: ``TrainJob.trainer_status``).
 
 Three displays, picked from where the code runs:
 
@@ -13,6 +14,7 @@ wait loop calls it. Called by :mod:`trainjob.client.client`.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -60,10 +62,40 @@ def device(step: types.Step) -> str:
     return step.device if step.device_count == UNKNOWN else f"{step.device} x{step.device_count}"
 
 
+def reported(job: types.TrainJob, now: datetime | None = None) -> str:
+    """``42%, ETA 1m30s, loss 0.6931``: what the training last reported ('' before any report);
+    the ETA counted down since the report, left out once the job finished."""
+    ts = job.trainer_status
+    if ts is None:
+        return ""
+    parts = []
+    if ts.progress_percentage is not None:
+        parts.append(f"{ts.progress_percentage}%")
+    if ts.estimated_remaining_seconds is not None and job.status not in ("Complete", "Failed"):
+        eta = float(ts.estimated_remaining_seconds)
+        if ts.last_updated_time is not None:
+            at = ts.last_updated_time
+            at = at if at.tzinfo else at.replace(tzinfo=UTC)
+            eta -= max(0.0, ((now or datetime.now(UTC)) - at).total_seconds())
+        parts.append(f"ETA {format_elapsed(max(0.0, eta))}")
+    for name in ("loss", "train_loss"):
+        if name in ts.metrics:
+            value = ts.metrics[name]
+            with contextlib.suppress(ValueError):
+                value = f"{float(value):.4g}"
+            parts.append(f"loss {value}")
+            break
+    return ", ".join(parts)
+
+
 def summary(job: types.TrainJob, now: datetime | None = None) -> str:
-    """``NAME: Running, 1m05s, node-0 Running, node-1 Pending``: the one-line view."""
+    """``NAME: Running, 1m05s, 42%, ETA 1m30s, loss 0.6931, node-0 Running, node-1 Pending``:
+    the one-line view."""
     steps = ", ".join(f"{s.name} {s.status or 'Pending'}" for s in job.steps)
     line = f"TrainJob {job.name}: {job.status}, {format_elapsed(elapsed(job, now))}"
+    progress = reported(job, now)
+    if progress:
+        line += f", {progress}"
     return f"{line}, {steps}" if steps else line
 
 
@@ -101,6 +133,9 @@ class ProgressDisplay:
 
     def _line(self, job: types.TrainJob) -> None:
         key = job.status + "|" + ",".join(f"{s.name}={s.status}" for s in job.steps)
+        ts = job.trainer_status
+        if ts is not None:  # a new report is a change too (not the ETA's countdown)
+            key += f"|{ts.progress_percentage}|{ts.last_updated_time}"
         if key != self._last:
             self._last = key
             self.stream.write(summary(job) + "\n")
@@ -119,8 +154,10 @@ class ProgressDisplay:
     def _table(self, job: types.TrainJob) -> Any:
         from rich.table import Table
 
+        progress = reported(job)
         table = Table(
-            title=f"TrainJob {job.name}: {job.status} ({format_elapsed(elapsed(job))})",
+            title=f"TrainJob {job.name}: {job.status} ({format_elapsed(elapsed(job))})"
+            + (f" {progress}" if progress else ""),
             title_justify="left",
         )
         table.add_column("STEP")

@@ -396,12 +396,32 @@ class Step:
 
 
 @dataclass
+class TrainerStatus:
+    """What the job's training last reported (``status.trainerStatus``, KEP-2779), through
+    ``trainjob.update_trainjob_status``, the Kubeflow SDK's helper or transformers'
+    ``KubeflowCallback``.
+
+    Attributes:
+        progress_percentage: 0-100, None when not reported.
+        estimated_remaining_seconds: The ETA at ``last_updated_time``, None when not reported.
+        metrics: Metric name -> value, as reported (strings).
+        last_updated_time: When it was reported.
+    """
+
+    progress_percentage: int | None = None
+    estimated_remaining_seconds: int | None = None
+    metrics: dict[str, str] = field(default_factory=dict)
+    last_updated_time: datetime | None = None
+
+
+@dataclass
 class TrainJob:
     """A TrainJob as the SDK reports it; ``status`` is Created, Running, Complete or Failed.
 
     ``outputs`` (filled by ``get_job``): what the job produced that outlives it, name ->
     location: ``output_dir`` (the trainer's) and each kept volume, a directory on this machine
     or ``persistentvolumeclaim/NAME`` on a cluster; ``delete_job(name, purge=True)`` removes them.
+    ``trainer_status``: the progress its training last reported (None before any report).
     """
 
     name: str
@@ -411,6 +431,7 @@ class TrainJob:
     creation_timestamp: datetime
     status: str = constants.UNKNOWN
     outputs: dict[str, str] = field(default_factory=dict)
+    trainer_status: TrainerStatus | None = None
 
 
 @dataclass

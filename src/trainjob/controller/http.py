@@ -19,8 +19,12 @@ the process past its memory limit:
 * at most :data:`MAX_CONNECTIONS` connections are open; one more evicts the connection that has
   waited longest for its client, so stalled connections never lock a new one out.
 
-Used by ``trainjob.controller.manager`` (``/healthz``, ``/readyz``, ``/metrics``) and
-``trainjob.controller.webhooks`` (the admission paths).
+A server may also take a ``handler`` for requests no route matches, given the whole
+:class:`Request` (method, path, headers, body), and a smaller ``max_body``.
+
+Used by ``trainjob.controller.manager`` (``/healthz``, ``/readyz``, ``/metrics``),
+``trainjob.controller.webhooks`` (the admission paths) and ``trainjob.controller.statusserver``
+(the TrainJob status endpoint: a handler, 64 KiB bodies).
 """
 
 from __future__ import annotations
@@ -44,6 +48,19 @@ log = logging.getLogger(__name__)
 
 Response = tuple[int, str, bytes]
 Route = Callable[[bytes], Response]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as a :data:`Handler` sees it (header names lower-case)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+Handler = Callable[[Request], Response]
 
 MAX_BODY = 8 * 1024 * 1024
 MAX_HEAD = 64 * 1024  # request line and headers
@@ -81,8 +98,12 @@ class Server:
         routes: dict[tuple[str, str], Route],
         name: str,
         ssl_context: ssl.SSLContext | None = None,
+        handler: Handler | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
         self.routes = routes
+        self.handler = handler
+        self.max_body = max_body
         self.name = name
         self.ssl_context = ssl_context  # read per connection: may be swapped at any time
         self._sock = sock
@@ -196,7 +217,7 @@ class Server:
             return False
         conn.waiting = False
         try:
-            status, ctype, out = await self._handle(method, path, body)
+            status, ctype, out = await self._handle(method, path, body, headers)
         finally:
             del body
             await self._release(reserved)
@@ -245,7 +266,7 @@ class Server:
         if not raw.isdigit():  # negative, signed, or not a number
             raise _Reject(400, f"invalid Content-Length {raw[:40]!r}")
         length = int(raw)
-        if length > MAX_BODY:
+        if length > self.max_body:
             raise _Reject(413, "request body too large")
         if headers.get("expect", "").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -274,14 +295,22 @@ class Server:
             self._budget += reserved
             self._budget_freed.notify_all()
 
-    async def _handle(self, method: str, path: str, body: bytes) -> Response:
-        if method not in ("GET", "POST"):
-            return 501, "text/plain", b"unsupported method\n"
+    async def _handle(
+        self, method: str, path: str, body: bytes, headers: dict[str, str]
+    ) -> Response:
         route = self.routes.get((method, path))
-        if route is None:
+        call: Callable[[], Response]
+        if route is not None and method in ("GET", "POST"):
+            call = lambda: route(body)  # noqa: E731
+        elif self.handler is not None:
+            handler, request = self.handler, Request(method, path, headers, body)
+            call = lambda: handler(request)  # noqa: E731
+        elif method not in ("GET", "POST"):
+            return 501, "text/plain", b"unsupported method\n"
+        else:
             return 404, "text/plain", b"not found\n"
         try:
-            return await self._loop.run_in_executor(self._pool, route, body)
+            return await self._loop.run_in_executor(self._pool, call)
         except Exception:
             log.exception("%s: %s %s failed", self.name, method, path)
             return 500, "text/plain", b"internal error\n"
@@ -323,6 +352,9 @@ def serve(
     routes: dict[tuple[str, str], Route],
     name: str,
     ssl_context: ssl.SSLContext | None = None,
+    *,
+    handler: Handler | None = None,
+    max_body: int = MAX_BODY,
 ) -> Server:
     """Bind ``host:port`` (port 0: any free port) and serve ``routes`` in a daemon thread.
 
@@ -334,7 +366,7 @@ def serve(
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         raise ConfigError(f"cannot serve {name} on {family_host}:{port}: {why}") from None
-    server = Server(sock, routes, name, ssl_context)
+    server = Server(sock, routes, name, ssl_context, handler, max_body)
     log.info("serving %s on %s:%d", name, family_host, server.port)
     return server
 

@@ -3,7 +3,8 @@
 :class:`Manager` wires the pieces the way controller-runtime's manager does:
 
 * always: ``/healthz`` and ``/readyz`` (health port), ``/metrics`` (metrics port), the admission
-  webhooks (when configured), so a standby replica still answers admission requests, and the
+  webhooks (when configured), so a standby replica still answers admission requests, the TrainJob
+  status endpoint (:mod:`trainjob.controller.statusserver`, unless turned off), and the
   informers of TrainingRuntimes and ClusterTrainingRuntimes (whole objects: few and small), which
   reconciles and webhooks read before asking the apiserver;
 * once leading (or at once with ``leader_elect=False``): informers for TrainJobs and for each kind
@@ -32,7 +33,7 @@ from typing import Any
 
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
-from trainjob.controller import cache, http
+from trainjob.controller import cache, http, statusserver
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
 from trainjob.controller.leader import LeaderElector
@@ -46,6 +47,7 @@ from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError
 from trainjob.kube.events import EventRecorder
 from trainjob.runtime import kinds
+from trainjob.runtime.plugins import trainjobstatus
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,8 @@ class Options:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     webhooks: serving.Options | None = None
+    status_server: statusserver.Options | None = field(default_factory=statusserver.Options)
+    """The TrainJob status endpoint (KEP-2779); None: off (``--no-status-server``)."""
     backoff_base: float = 0.05
     backoff_cap: float = 300.0
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
@@ -117,6 +121,12 @@ class Manager:
             if options.webhooks
             else None
         )
+        self.status_server = (
+            statusserver.StatusServer(client, options.status_server, self._webhook_tls)
+            if options.status_server is not None
+            else None
+        )
+        self.reconciler.status_server = self._status_server_for_plans
         self.elector = (
             LeaderElector(
                 client,
@@ -181,6 +191,23 @@ class Manager:
                 continue
             self.queue.add(r.TRAINJOBS.key(tj))
 
+    def _webhook_tls(self) -> tuple[Any, bytes] | None:
+        """The webhook server's TLS context and CA, which the status server shares (upstream's
+        one certificate for the controller's Service)."""
+        hooks = self.webhooks
+        if hooks is None or hooks.server is None or not hooks.ca_bundle:
+            return None
+        return hooks.server.ssl_context, hooks.ca_bundle
+
+    def _status_server_for_plans(self) -> trainjobstatus.StatusServer | None:
+        """Where the status endpoint is, for the TrainJobStatus plugin (None: off, or not
+        serving yet)."""
+        server = self.status_server
+        if server is None or server.server is None:
+            return None
+        server.refresh_tls()
+        return trainjobstatus.StatusServer(server.base_url, server.ca_bundle.decode())
+
     def cached_runtime(self, resource: r.Resource, namespace: str, name: str) -> Obj | None:
         for informer in self.runtime_informers:
             if informer.resource is resource:
@@ -243,6 +270,8 @@ class Manager:
             informer.start()
         if self.webhooks is not None:
             self.webhooks.start()
+        if self.status_server is not None:
+            self.status_server.start()  # on every replica (upstream: no leader election)
         if self.elector is None:
             self._start_controllers()
         else:
@@ -344,6 +373,8 @@ class Manager:
             self._elector_thread.join(timeout=5)  # releases the lease
         if self.webhooks is not None:
             self.webhooks.stop()
+        if self.status_server is not None:
+            self.status_server.stop()
         for server in self._servers:
             server.stop()
 
@@ -365,6 +396,8 @@ class Manager:
         out = {s.name: s.port for s in self._servers}
         if self.webhooks is not None and self.webhooks.server is not None:
             out["webhooks"] = self.webhooks.port
+        if self.status_server is not None and self.status_server.server is not None:
+            out["status"] = self.status_server.port
         return out
 
 

@@ -83,6 +83,13 @@ CLUSTER_RULES = (
         ("get",),
         "the TrainJob webhook checks a Volcano runtime's PriorityClass exists (upstream's rule)",
     ),
+    Rule(
+        ("authentication.k8s.io",),
+        ("tokenreviews",),
+        ("create",),
+        "the status server checks a reporting pod's token (its audience names the TrainJob)",
+    ),
+    Rule(("",), ("pods",), ("get",), "the status server checks the pod is one of the TrainJob's"),
     Rule(("events.k8s.io",), ("events",), ("create", "patch"), "events and their series"),
     Rule(("",), ("events",), ("create", "patch"), "core/v1 events where events.k8s.io is absent"),
     Rule(

@@ -53,6 +53,7 @@ from trainjob.kube.errors import AlreadyExists, ApiError, NotFound
 from trainjob.runtime import kinds
 from trainjob.runtime.compiler import CompileOptions, compile, framework
 from trainjob.runtime.plugins.jobset import owned_by
+from trainjob.runtime.plugins.trainjobstatus import StatusServer
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ class Reconciler:
         self.caches = caches
         self.recorder = recorder
         self.clock = clock
+        # where the TrainJob status endpoint is served (the manager sets it; None: off)
+        self.status_server: Callable[[], StatusServer | None] = lambda: None
 
     def reconcile(self, key: str) -> Result:
         cached = self.caches.trainjobs.get(key)
@@ -298,11 +301,14 @@ class Reconciler:
     def compile_options(self, tj: Obj, runtime: Runtime) -> CompileOptions:
         """A fresh SSH key pair for MPI runtimes (about a millisecond) whose Secret the metadata
         cache does not hold: the Secret is only created, and AlreadyExists keeps the first key."""
+        status_server = self.status_server()
         policy = runtime.spec.ml_policy
         if policy is None or policy.mpi is None or self._mpi_secret_exists(tj):
-            return CompileOptions()
+            return CompileOptions(status_server=status_server)
         private, public = keys.generate_ssh_key_pair()
-        return CompileOptions(ssh_private_key=private, ssh_public_key=public)
+        return CompileOptions(
+            ssh_private_key=private, ssh_public_key=public, status_server=status_server
+        )
 
     def _mpi_secret_exists(self, tj: Obj) -> bool:
         if self.caches.secrets is None:

@@ -12,10 +12,12 @@ imports it without loading pydantic.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainjob.core import times
 from trainjob.errors import TrainJobError
 
 # Job phases (the SDK's vocabulary plus Suspended).
@@ -33,6 +35,10 @@ POD_RUNNING = "Running"
 POD_SUCCEEDED = "Succeeded"
 POD_FAILED = "Failed"
 POD_PHASES = (POD_PENDING, POD_RUNNING, POD_SUCCEEDED, POD_FAILED)
+
+LOSS_METRICS = ("loss", "train_loss", "training_loss")
+"""The metric names a training loss is reported under (the Kubeflow SDK's examples and
+transformers' KubeflowCallback use ``loss``)."""
 
 NOT_RUN_LOCALLY = "not run locally"
 """How the message of a pod that the local backend does not run as a process starts (the
@@ -117,6 +123,11 @@ class JobState:
         return str((self.spec.get("runtimeRef") or {}).get("name") or "")
 
     @property
+    def progress(self) -> MetricSample | None:
+        """What the training last reported (``status.trainerStatus``), None before any report."""
+        return trainer_status_sample(self.trainjob)
+
+    @property
     def num_nodes(self) -> int | None:
         """``spec.trainer.numNodes``, None when the TrainJob leaves it to its runtime."""
         value = (self.spec.get("trainer") or {}).get("numNodes")
@@ -165,6 +176,22 @@ class MetricSample:
         except (KeyError, ValueError):
             return None
         return value if value == value and abs(value) != float("inf") else None
+
+    def remaining(self, now: float | None = None) -> int | None:
+        """The ETA counted down since the report (never below 0); None when none was given."""
+        if self.estimated_remaining_seconds is None:
+            return None
+        at = times.parse(self.time)
+        gone = max(0.0, (time.time() if now is None else now) - at) if at is not None else 0.0
+        return max(0, int(self.estimated_remaining_seconds - gone))
+
+    @property
+    def loss(self) -> str | None:
+        """The training loss as reported (``loss``, else ``train_loss``), None without."""
+        for name in LOSS_METRICS:
+            if name in self.metrics:
+                return self.metrics[name]
+        return None
 
 
 def trainer_status_sample(trainjob: Mapping[str, Any]) -> MetricSample | None:

@@ -25,6 +25,9 @@ CLUSTER_TRAINING_RUNTIMES = Resource(
 )
 PODS = Resource("", "v1", "pods", "Pod")
 PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+TOKEN_REVIEWS = Resource(
+    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
+)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")

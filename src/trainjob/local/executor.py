@@ -37,7 +37,7 @@ from trainjob.core import lifetime, times
 from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
-from trainjob.executor.model import Event, JobState, PodState
+from trainjob.executor.model import Event, JobState, MetricSample, PodState
 from trainjob.local import (
     files,
     limits,
@@ -78,6 +78,7 @@ class LocalExecutor(Executor):
     """
 
     backend = "local"
+    keeps_metric_history = True
     poll_interval = 0.1
 
     def __init__(self, home: Path | None = None, runner: str = "") -> None:
@@ -474,6 +475,18 @@ class LocalExecutor(Executor):
             Event(e.type, e.reason, e.message, e.timestamp, e.involved_kind, e.involved_name)
             for e in rows
             if e.uid == row.uid
+        ]
+
+    def metric_history(
+        self, name: str, namespace: str = DEFAULT_NAMESPACE, *, since: int = 0
+    ) -> list[MetricSample]:
+        """Every progress report the job's training made (``update_trainjob_status``, the
+        Kubeflow SDK's helper, transformers' KubeflowCallback), oldest first, without the first
+        ``since``: the curves. The newest 10,000 are kept."""
+        row = self._row(name, namespace)
+        return [
+            MetricSample(r.time, json.loads(r.metrics), r.progress, r.eta)
+            for r in self.store.reports(namespace, name, row.uid, since)
         ]
 
     def log_location(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> str | None:

@@ -1,7 +1,9 @@
 """The local job store: one SQLite file (WAL) shared by clients and supervisors.
 
 Tables: ``jobs`` (the TrainJob, its resolved runtime and Plan, phase, status, the supervisor's
-identity, how its pods run: as processes or containers), ``pods`` (one row per pod of the JobSet), ``events`` and ``runtimes`` (runtimes applied
+identity, how its pods run: as processes or containers), ``pods`` (one row per pod of the JobSet), ``events``, ``reports`` (every progress report
+the job's training made to its status endpoint, :mod:`trainjob.local.statusserver`)
+and ``runtimes`` (runtimes applied
 with ``LocalExecutor.apply_runtime``). Every write is one short transaction, so a client and the
 supervisors of several jobs can use the file at once; a supervisor writes only rows of its own
 job ``uid``, so a deleted and re-created job is never touched by the old job's supervisor.
@@ -110,6 +112,17 @@ CREATE TABLE IF NOT EXISTS events (
   involved_name TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_job ON events (namespace, name);
+CREATE TABLE IF NOT EXISTS reports (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  time TEXT NOT NULL,
+  progress INTEGER,
+  eta INTEGER,
+  metrics TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS reports_job ON reports (namespace, name, uid, id);
 CREATE TABLE IF NOT EXISTS runtimes (
   kind TEXT NOT NULL,
   namespace TEXT NOT NULL,
@@ -186,6 +199,20 @@ class EventRow:
     involved_name: str
 
 
+@dataclass(frozen=True)
+class ReportRow:
+    """One progress report of a job (``status.trainerStatus`` keeps the latest): its time, the
+    percentage and ETA it gave, and its metrics (a JSON object, name -> value as reported)."""
+
+    namespace: str
+    name: str
+    uid: str
+    time: str
+    progress: int | None
+    eta: int | None
+    metrics: str = "{}"
+
+
 _JOB_COLS = [f.name for f in fields(JobRow)]
 SUMMARY_COLS = (
     "namespace", "name", "uid", "created", "phase", "reason", "message", "started",
@@ -193,6 +220,7 @@ SUMMARY_COLS = (
 )  # fmt: skip
 _POD_COLS = [f.name for f in fields(PodRow)]
 _EVENT_COLS = [f.name for f in fields(EventRow)]
+_REPORT_COLS = [f.name for f in fields(ReportRow)]
 
 
 def _pod(r: tuple[Any, ...]) -> PodRow:
@@ -458,9 +486,11 @@ class Store:
         *,
         pods: Sequence[PodRow],
         events: Sequence[EventRow],
+        reports: Sequence[ReportRow] = (),
         **values: Any,
     ) -> bool:
-        """A supervisor's write: job columns, every pod row and new events, in one transaction.
+        """A supervisor's write: job columns, every pod row, new events and new progress reports,
+        in one transaction.
 
         Nothing is written (and False returned) when the job is gone, was re-created, or was
         marked finished by someone else (a client that found the supervisor dead).
@@ -484,6 +514,12 @@ class Store:
                 f"INSERT INTO events ({ev_cols}) VALUES ({', '.join('?' for _ in _EVENT_COLS)})",
                 [[getattr(e, c) for c in _EVENT_COLS] for e in events],
             )
+            if reports:
+                db.executemany(
+                    f"INSERT INTO reports ({', '.join(_REPORT_COLS)}) "
+                    f"VALUES ({', '.join('?' for _ in _REPORT_COLS)})",
+                    [[getattr(m, c) for c in _REPORT_COLS] for m in reports],
+                )
         return True
 
     def delete_job(self, namespace: str, name: str, uid: str) -> None:
@@ -492,6 +528,7 @@ class Store:
             db.execute("DELETE FROM jobs WHERE namespace = ? AND name = ? AND uid = ?", key)
             db.execute("DELETE FROM pods WHERE namespace = ? AND name = ? AND uid = ?", key)
             db.execute("DELETE FROM events WHERE namespace = ? AND name = ? AND uid = ?", key)
+            db.execute("DELETE FROM reports WHERE namespace = ? AND name = ? AND uid = ?", key)
 
     # -- pods ---------------------------------------------------------------------------------
 
@@ -557,6 +594,26 @@ class Store:
             (namespace, name),
         )
         return [EventRow(*r) for r in rows]
+
+    # -- progress reports ---------------------------------------------------------------------
+
+    def reports(self, namespace: str, name: str, uid: str, since: int = 0) -> list[ReportRow]:
+        """The job's progress reports, oldest first, without the first ``since``."""
+        rows = self._read(
+            f"SELECT {', '.join(_REPORT_COLS)} FROM reports "
+            "WHERE namespace = ? AND name = ? AND uid = ? ORDER BY id LIMIT -1 OFFSET ?",
+            (namespace, name, uid, max(0, since)),
+        )
+        return [ReportRow(*r) for r in rows]
+
+    def trim_reports(self, namespace: str, name: str, uid: str, keep: int) -> None:
+        """Drop all but the newest ``keep`` reports of a job."""
+        with self._tx() as db:
+            db.execute(
+                "DELETE FROM reports WHERE id IN (SELECT id FROM reports WHERE namespace = ? "
+                "AND name = ? AND uid = ? ORDER BY id DESC LIMIT -1 OFFSET ?)",
+                (namespace, name, uid, keep),
+            )
 
     # -- runtimes -----------------------------------------------------------------------------
 

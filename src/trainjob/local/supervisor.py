@@ -14,8 +14,9 @@ plays the JobSet and Job controllers on this host, in their order:
    ``startupPolicyOrder: InOrder`` once the replicatedJobs before theirs are Ready;
 6. ``activeDeadlineSeconds`` -> Failed/DeadlineExceeded;
 
-and writes the TrainJob status (conditions, jobsStatus), the pods and events in one go when they
-changed. It exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the
+and writes the TrainJob status (conditions, jobsStatus, the trainerStatus last reported), the
+pods, events and reported metric values in one go when they changed. It serves the job's status
+endpoint on loopback (:mod:`trainjob.local.statusserver`) and gives the trainer pods its env. It exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the
 pods and marks the job Failed.
 
 The supervisor is the child subreaper of its pods (:mod:`trainjob.local.ptree`): whatever a pod
@@ -29,6 +30,7 @@ import argparse
 import contextlib
 import json
 import os
+import queue
 import signal
 import sys
 import time
@@ -45,16 +47,28 @@ from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.executor import triage
 from trainjob.executor.steps import step_name
-from trainjob.local import files, logfiles, mpi, outputs, pods, procs, ptree, status, volumes
+from trainjob.local import (
+    files,
+    logfiles,
+    mpi,
+    outputs,
+    pods,
+    procs,
+    ptree,
+    status,
+    statusserver,
+    volumes,
+)
 from trainjob.local import home as homes
 from trainjob.local import runner as runners
 from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
-from trainjob.local.store import EventRow, PodRow, Store
+from trainjob.local.store import EventRow, PodRow, ReportRow, Store
 from trainjob.runtime.plan import Plan
 
 TICK = 0.05
 TRACK_EVERY = 0.5  # seconds between looks at the pods' process trees
 Key = tuple[str, int, int]  # (replicatedJob, job index, completion index)
+MAX_REPORTS = 10_000  # progress reports kept of a job (the newest)
 
 
 class Stop(Exception):
@@ -105,6 +119,20 @@ class Supervisor:
             self.base_env.update(self.local_mpi.env)
         self._probe_pool: ThreadPoolExecutor | None = None
         self._next_track = 0.0
+        # the status endpoint: updates arrive on the server's threads, are taken each tick
+        self.trainer_jobs = {
+            r["name"]
+            for r in js_spec.get("replicatedJobs") or ()
+            if ((r.get("template") or {}).get("metadata") or {})
+            .get("labels", {})
+            .get(c.LABEL_ANCESTOR)
+            == c.ANCESTOR_TRAINER
+        }
+        self.status_server: statusserver.StatusServer | None = None
+        self.status_env: dict[str, str] = {}
+        self.status_updates: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self.reports: list[ReportRow] = []
+        self.report_count = 0
 
     @property
     def probe_pool(self) -> ThreadPoolExecutor:
@@ -140,6 +168,8 @@ class Supervisor:
         self.dirty = True
 
     def flush(self) -> None:
+        # a report posted before a pod exited is queued before that exit is reaped: kept with it
+        self.take_status_updates()
         if not self.dirty:
             return
         self.status["jobsStatus"] = self.jobs_status()
@@ -156,12 +186,61 @@ class Supervisor:
             reason=self.row.reason,
             message=self.row.message,
             completed=self.row.completed,
+            reports=self.reports,
         )
         self.events = []
         self.dirty = False
+        self._trim_reports()
         if not ok:  # the job was deleted (or replaced) under us
             self.kill_all()
             raise SystemExit(0)
+
+    # -- progress -------------------------------------------------------------------------------
+
+    def start_status_server(self) -> None:
+        """Serve the job's status endpoint; without it (no free port, no disk) the job runs, and
+        says that its progress is not reported."""
+        try:
+            creds = statusserver.credentials(homes.job_dir(self.home, self.namespace, self.name))
+            server = statusserver.StatusServer(
+                self.namespace, self.name, creds, self.status_updates.put
+            )
+        except OSError as e:
+            self.event("Warning", "StatusServerFailed", f"progress will not be reported: {e}")
+            return
+        self.status_server = server
+        self.status_env = statusserver.pod_env(server.url, creds)
+
+    def take_status_updates(self) -> None:
+        """Keep what the training reported since the last tick: the latest as the TrainJob's
+        ``status.trainerStatus`` (a report replaces the one before, as upstream's apply does),
+        every report in the job's history (``LocalExecutor.metric_history``)."""
+        while True:
+            try:
+                update = self.status_updates.get_nowait()
+            except queue.Empty:
+                return
+            self.status["trainerStatus"] = update
+            metrics = {m["name"]: m["value"] for m in update.get("metrics") or ()}
+            self.reports.append(
+                ReportRow(
+                    self.namespace,
+                    self.name,
+                    self.uid,
+                    update["lastUpdatedTime"],
+                    update.get("progressPercentage"),
+                    update.get("estimatedRemainingSeconds"),
+                    json.dumps(metrics),
+                )
+            )
+            self.report_count += 1
+            self.dirty = True
+
+    def _trim_reports(self) -> None:
+        self.reports = []
+        if self.report_count > MAX_REPORTS + MAX_REPORTS // 10:
+            self.store.trim_reports(self.namespace, self.name, self.uid, MAX_REPORTS)
+            self.report_count = MAX_REPORTS
 
     def jobs_status(self) -> list[dict[str, int | str]]:
         """``jobsStatus`` as JobSet's replicatedJobsStatus counts it: Jobs, not pods."""
@@ -268,6 +347,9 @@ class Supervisor:
                 self.set_pod(key, phase=st.POD_RUNNING, started=times.now(), ready=True)
                 self._mark_started()
                 continue
+            env = self.base_env
+            if t.job in self.trainer_jobs:  # the status endpoint, as upstream's plugin
+                env = {**env, **self.status_env}
             try:
                 kept = self.kept.dirs(t)
                 volumes.materialize(t, self.plan, vols, kept)
@@ -278,7 +360,7 @@ class Supervisor:
                     vols,
                     self.row.cwd,
                     self.namespace,
-                    self.base_env,
+                    env,
                     kept=kept,
                     extra_env=self.kept.env(self.restarts),
                 )
@@ -601,6 +683,7 @@ class Supervisor:
             self.suspended = True
             status.suspended(self.status, times.now())
             self.phase = st.SUSPENDED
+        self.start_status_server()
         self.new_attempt()
         try:
             while self.tick():
@@ -610,6 +693,8 @@ class Supervisor:
             self.flush()
         finally:
             self.kill_all()
+            if self.status_server is not None:
+                self.status_server.stop()
             self.runner.close()
             if self._probe_pool is not None:
                 self._probe_pool.shutdown(wait=False, cancel_futures=True)

@@ -48,6 +48,7 @@ from trainjob.runtime.framework import Framework
 from trainjob.runtime.info import Info, PodSet, iter_containers
 from trainjob.runtime.plan import Plan
 from trainjob.runtime.plugins import REGISTRY, volcano
+from trainjob.runtime.plugins.trainjobstatus import StatusServer
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class CompileOptions:
 
     ssh_private_key: str | None = None
     ssh_public_key: str | None = None
+    status_server: StatusServer | None = None
+    """Where the executor serves the TrainJob status endpoint, for the TrainJobStatus plugin
+    (None: no endpoint env or volume, as upstream with its feature gate off)."""
 
 
 _FRAMEWORK: Framework | None = None

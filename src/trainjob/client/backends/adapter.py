@@ -131,6 +131,7 @@ class ExecutorBackend(RuntimeBackend):
             num_nodes=int(num_nodes),
             creation_timestamp=parse_time(state.created),
             status=job_status,
+            trainer_status=_trainer_status(state),
         )
 
     def _pod_of_step(self, name: str, step: str) -> tuple[str, int, JobState]:
@@ -206,3 +207,15 @@ class ExecutorBackend(RuntimeBackend):
                         logger.info("removing %s (%s)", o.location, o.description)
             self.executor.delete(name, self.namespace, purge=purge)
         logger.debug("%s %s/%s has been deleted", c.TRAINJOB_KIND, self.namespace, name)
+
+
+def _trainer_status(state: JobState) -> types.TrainerStatus | None:
+    p = state.progress
+    if p is None:
+        return None
+    return types.TrainerStatus(
+        progress_percentage=p.progress_percentage,
+        estimated_remaining_seconds=p.estimated_remaining_seconds,
+        metrics=dict(p.metrics),
+        last_updated_time=parse_time(p.time) if p.time else None,
+    )

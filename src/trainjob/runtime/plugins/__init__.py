@@ -1,7 +1,8 @@
 """The plugin registry: name -> factory, the single list of plugins (upstream ``registry.go``).
 
-Order matters only for the order of objects in a Plan: PodGroups, then MPI's Secret and
-ConfigMap, then Flux's ConfigMap and Secret, then the JobSet.
+Order matters for the order of objects in a Plan: PodGroups, then MPI's Secret and
+ConfigMap, then Flux's ConfigMap and Secret, then TrainJobStatus's CA ConfigMap, then the JobSet
+(TrainJobStatus's build adds its env and volume to the trainer pod set the JobSet is built from).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from trainjob.runtime.plugins import (
     mpi,
     plainml,
     torch,
+    trainjobstatus,
     volcano,
     xgboost,
 )
@@ -30,5 +32,6 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     jax.NAME: jax.JAX,
     xgboost.NAME: xgboost.XGBoost,
     flux.NAME: flux.Flux,
+    trainjobstatus.NAME: trainjobstatus.TrainJobStatus,  # before JobSet: it edits the trainer
     jobset.NAME: jobset.JobSet,
 }

@@ -1,0 +1,44 @@
+"""transformers' own ``KubeflowCallback`` (transformers >= 4.57) against the local backend's real
+status server: with the env a trainjob trainer pod gets, it verifies TLS with the job's CA, sends
+the job's token and its reports are accepted. (The built-in LLM trainer relies on it; the whole
+training run is in tests/e2e/test_llm_table_stakes.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainjob.local import statusserver
+
+pytestmark = pytest.mark.e2e
+transformers = pytest.importorskip("transformers")
+
+
+def test_kubeflow_callback_reports_to_a_local_jobs_status_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+    from transformers.integrations.integration_utils import KubeflowCallback
+
+    updates: list[dict[str, Any]] = []
+    creds = statusserver.credentials(tmp_path / "job")
+    server = statusserver.StatusServer("default", "job", creds, updates.append)
+    try:
+        for k, v in statusserver.pod_env(server.url, creds).items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.delenv("DISABLE_KUBEFLOW_INTEGRATION", raising=False)
+        callback = KubeflowCallback()
+        args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to="none")
+        state = TrainerState(max_steps=4)
+        control = TrainerControl()
+        callback.on_train_begin(args, state, control)
+        state.global_step = 4
+        callback._last_update_time = 0.0  # type: ignore[attr-defined]  # past its throttle
+        callback.on_train_end(args, state, control)
+    finally:
+        server.stop()
+    assert updates, "the callback sent nothing"
+    assert updates[-1]["progressPercentage"] == 100
+    assert server.refused == 0
