@@ -29,14 +29,14 @@ def test_kubeflow_callback_reports_to_a_local_jobs_status_server(
         for k, v in statusserver.pod_env(server.url, creds).items():
             monkeypatch.setenv(k, v)
         monkeypatch.delenv("DISABLE_KUBEFLOW_INTEGRATION", raising=False)
-        callback = KubeflowCallback()
+        callback = KubeflowCallback()  # type: ignore[no-untyped-call]
         args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to="none")
         state = TrainerState(max_steps=4)
         control = TrainerControl()
-        callback.on_train_begin(args, state, control)
+        callback.on_train_begin(args, state, control)  # type: ignore[no-untyped-call]
         state.global_step = 4
-        callback._last_update_time = 0.0  # type: ignore[attr-defined]  # past its throttle
-        callback.on_train_end(args, state, control)
+        callback._last_update_time = 0.0  # past its throttle
+        callback.on_train_end(args, state, control)  # type: ignore[no-untyped-call]
     finally:
         server.stop()
     assert updates, "the callback sent nothing"

@@ -30,7 +30,7 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
-    from conftest import ControlPlane
+    from tests.integration.conftest import ControlPlane
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["tests.integration.controller_fixtures"]
