@@ -484,9 +484,12 @@ class LocalExecutor(Executor):
         Kubeflow SDK's helper, transformers' KubeflowCallback), oldest first, without the first
         ``since``: the curves. The newest 10,000 are kept."""
         row = self._row(name, namespace)
+        reports = self.store.reports(namespace, name, row.uid)
+        if not reports:  # a job stored before reports were kept: its latest, as on a cluster
+            return super().metric_history(name, namespace, since=since)
         return [
             MetricSample(r.time, json.loads(r.metrics), r.progress, r.eta)
-            for r in self.store.reports(namespace, name, row.uid, since)
+            for r in reports[max(0, since) :]
         ]
 
     def log_location(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> str | None:

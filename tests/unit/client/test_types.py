@@ -153,8 +153,9 @@ TRAINJOB_FIELDS: dict[str, list[tuple[str, object]]] = {
         ("warmup_steps", None),
         ("overrides", None),
     ],
-    # where a job's outputs are kept (get_job fills it; docs/lifecycle.md)
-    "TrainJob": [("outputs", {})],
+    # where a job's outputs are kept (get_job fills it; docs/lifecycle.md), then what the
+    # training last reported (status.trainerStatus, KEP-2779; docs/progress.md)
+    "TrainJob": [("outputs", {}), ("trainer_status", None)],
 }
 
 

@@ -123,7 +123,7 @@ def test_a_held_lock_lets_reads_through_and_fails_a_write_in_one_line(tmp_path: 
     holder.execute("BEGIN IMMEDIATE")  # a write lock held, as a long sqlite3 session would
     try:
         res = cli(["get", "jobs"], home)
-        assert (res.code, res.out.split()[:7][-1]) == (0, "one"), res.err
+        assert (res.code, res.out.splitlines()[1].split()[0]) == (0, "one"), res.err
         store = Store(home / "trainjob.db", busy_timeout=0.5)
         with pytest.raises(Exception) as err:
             store.update_job("default", "one", "uid-one", phase="Failed")
@@ -175,7 +175,9 @@ def test_a_read_only_home_reads_and_refuses_writes_in_one_line(tmp_path: Path) -
     )
     with _read_only(home) as prefix:
         listed = _trainjob(prefix, home, "get", "jobs")
-        assert listed.returncode == 0 and listed.stdout.split()[6] == "one", listed.stderr
+        assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[0] == "one", (
+            listed.stderr
+        )
         assert listed.stderr == ""
         ran = _trainjob(prefix, home, "run", "-f", str(job))
         assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
