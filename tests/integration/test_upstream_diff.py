@@ -172,7 +172,10 @@ def plane(control_plane: ControlPlane, upstream: upstream_harness.Build) -> Iter
     out = subprocess.run(up, env=env, cwd=REPO, capture_output=True, text=True)
     try:
         if out.returncode != 0:
-            pytest.fail(f"hack/testenv up failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+            pytest.fail(
+                f"hack/testenv up failed (exit {out.returncode}):\n"
+                f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+            )
         yield Plane(state, kubeconfig, state / "cp" / "env.json")
     finally:
         subprocess.run([testenv, "down"], env=env, cwd=REPO, capture_output=True, check=False)
