@@ -20,10 +20,13 @@ from tests.integration.controller_harness import (
 
 from trainjob.api.load import parse
 from trainjob.controller.webhooks.serving import DEV_NAMESPACE_OPT_OUT
+from trainjob.core.trainerstatus import ENV_SERVER_URL
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import NotFound
 from trainjob.runtime import compile
+from trainjob.runtime.compiler import CompileOptions
+from trainjob.runtime.plugins.trainjobstatus import StatusServer
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -101,7 +104,12 @@ def test_a_trainjob_becomes_the_jobset_the_compiler_plans(
     js = jobset_of(kube, "ddp", namespace)
     tj = kube.get(r.TRAINJOBS, "ddp", namespace)
     runtime = parse(kube.get(r.CLUSTER_TRAINING_RUNTIMES, "torch-distributed"))
-    plan = compile(parse(tj), runtime)  # type: ignore[arg-type]
+    # the controller serves the status endpoint (on by default): compile with the same server
+    node = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    url = next(e["value"] for e in node["containers"][0]["env"] if e["name"] == ENV_SERVER_URL)
+    ca = kube.get(r.CONFIGMAPS, "ddp-tls-config", namespace)["data"]["ca.crt"]
+    server = StatusServer(url.split("/apis/", 1)[0], ca)
+    plan = compile(parse(tj), runtime, CompileOptions(status_server=server))  # type: ignore[arg-type]
     assert is_subset(plan.jobset, js) == []
     assert js["metadata"]["labels"]["team"] == "a"
     assert owner_of(js) == expected_owner(tj)
