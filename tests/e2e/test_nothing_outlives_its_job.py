@@ -17,41 +17,12 @@ from pathlib import Path
 
 import pytest
 from tests.e2e import local_jobs as L
+from tests.e2e.hostile_jobs import POD, ROLES
 
 from trainjob.local import LocalExecutor, procs, ptree
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 60.0
-
-# The daemon: its own session (setsid), then a double fork whose middle process exits, so the
-# last one has neither its parent nor its pod's process group; it ignores SIGTERM.
-DAEMON = """
-import os, signal, sys, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-if os.fork():
-    os._exit(0)
-print("PID daemon", os.getpid(), flush=True)
-time.sleep(600)
-"""
-STOPPED = """
-import os, signal, time
-print("PID stopped", os.getpid(), flush=True)
-os.kill(os.getpid(), signal.SIGSTOP)
-time.sleep(600)
-"""
-POD = f"""
-import os, signal, subprocess, sys, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-print("PID pod", os.getpid(), flush=True)
-child = subprocess.Popen(["setsid", sys.executable, "-c", {DAEMON!r}])
-print("PID setsid", child.pid, flush=True)
-subprocess.Popen([sys.executable, "-c", {STOPPED!r}])
-if os.environ["INDEX"] == "1" and os.environ.get("FAIL_AFTER"):
-    time.sleep(float(os.environ["FAIL_AFTER"]))
-    sys.exit(3)
-time.sleep(600)
-"""
-ROLES = {"pod", "setsid", "daemon", "stopped"}
 
 
 @pytest.fixture
