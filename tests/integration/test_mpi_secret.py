@@ -298,8 +298,16 @@ def test_secrets_are_watched_as_metadata_only_and_a_deleted_one_comes_back(
         name = SECRET.format("watched")
         first = wait_for(lambda: kube.get_or_none(r.SECRETS, name, namespace), what="Secret")
         wait_for(lambda: conditions(kube, "watched", namespace).get("Suspended"), what="status")
-        time.sleep(1)
-        before = kube.get(r.TRAINJOBS, "watched", namespace)["metadata"]["resourceVersion"]
+        # the reconciles of the creation are over once the TrainJob stays put for 2 s (a loaded
+        # machine may write its status more than a second after the Suspended condition)
+        seen_job = kube.get(r.TRAINJOBS, "watched", namespace)
+        for _ in range(30):
+            time.sleep(2)
+            now = kube.get(r.TRAINJOBS, "watched", namespace)
+            if now["metadata"]["resourceVersion"] == seen_job["metadata"]["resourceVersion"]:
+                break
+            seen_job = now
+        before = seen_job["metadata"]["resourceVersion"]
 
         kube.delete(r.SECRETS, name, namespace)
         again = wait_for(
@@ -308,7 +316,8 @@ def test_secrets_are_watched_as_metadata_only_and_a_deleted_one_comes_back(
         assert again["metadata"]["uid"] != first["metadata"]["uid"]
         assert again["data"]["ssh-privatekey"] != first["data"]["ssh-privatekey"]
         # Nothing touched the TrainJob: the Secret watch alone brought it back.
-        assert kube.get(r.TRAINJOBS, "watched", namespace)["metadata"]["resourceVersion"] == before
+        after = kube.get(r.TRAINJOBS, "watched", namespace)
+        assert after["metadata"]["resourceVersion"] == before, (seen_job, after)
 
         material = key_material(first) + key_material(again)
         assert leaks(ctl, kube, namespace, material) == []

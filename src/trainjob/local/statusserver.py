@@ -19,7 +19,6 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import os
 import secrets
 import threading
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 
 from trainjob import certs
 from trainjob.core import trainerstatus as ts
+from trainjob.local import files
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +51,13 @@ class Credentials:
 def credentials(job_dir: Path) -> Credentials:
     """A fresh CA, serving certificate (for 127.0.0.1 and localhost) and token for one job,
     written under ``job_dir/status-server/`` (``ca.crt``; ``token`` mode 0600)."""
-    d = job_dir / DIR_NAME
-    d.mkdir(parents=True, exist_ok=True)
+    job_dir.mkdir(mode=files.DIR_MODE, parents=True, exist_ok=True)
+    d = files.private_dirs(job_dir, job_dir / DIR_NAME)  # 0700, never through a link
     bundle = certs.generate(["localhost"], [HOST], ca_name="trainjob-local-status-ca")
     token = secrets.token_urlsafe(32)
     ca_file, token_file = d / ts.CA_CERT_FILE, d / ts.TOKEN_FILE
-    ca_file.write_bytes(bundle.ca_cert)
-    if token_file.exists():
-        token_file.unlink()
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
+    files.write_private(ca_file, bundle.ca_cert)
+    files.write_private(token_file, (token + "\n").encode())
     return Credentials(ca_file, token_file, token, bundle.cert, bundle.key)
 
 

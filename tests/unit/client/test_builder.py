@@ -938,3 +938,17 @@ def test_trainjob_s_fine_tune_knobs_become_torchtune_config_keys() -> None:
 def test_a_bad_knob_is_a_value_error_naming_it(config: types.TorchTuneConfig, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         builder.torchtune_args(config)
+
+
+def test_ttl_seconds_after_finished_sets_the_spec_field_and_refuses_a_bad_value() -> None:
+    job = builder.build(runtime(), options=[options.TTLSecondsAfterFinished(3600)])
+    assert job["spec"]["ttlSecondsAfterFinished"] == 3600
+    assert (
+        builder.build(runtime(), options=[options.TTLSecondsAfterFinished(0)])["spec"][
+            "ttlSecondsAfterFinished"
+        ]
+        == 0
+    )
+    for bad in (-1, 2**31, 1.5, True):
+        with pytest.raises(ValueError, match="ttlSecondsAfterFinished must be an integer"):
+            options.TTLSecondsAfterFinished(bad)  # type: ignore[arg-type]

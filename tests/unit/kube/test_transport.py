@@ -24,7 +24,8 @@ from trainjob.kube.errors import NotFound, Timeout, Unreachable
 @dataclass
 class Seen:
     requests: list[tuple[str, str, list[tuple[str, str]], bytes]] = field(default_factory=list)
-    connections: set[int] = field(default_factory=set)
+    # each connection's client address: an id() of a closed socket object may be reused
+    connections: set[tuple[str, int]] = field(default_factory=set)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -39,7 +40,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.seen.requests.append((self.command, self.path, list(self.headers.items()), body))
-        self.seen.connections.add(id(self.connection))
+        self.seen.connections.add(self.client_address[:2])
         return body
 
     def _answer(self, status: int, body: bytes) -> None:
