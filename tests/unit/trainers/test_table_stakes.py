@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trainjob.trainers.llm import checkpoint, data, engine
+from trainjob.trainers.llm import checkpoint, data, engine, overrides
 from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.config import DatasetConfig
 
@@ -142,7 +142,7 @@ def test_a_conversation_learns_only_the_assistants_replies() -> None:
     from tests.unit.trainers import tiny
 
     tok = tiny.tokenizer(chat_template=TEMPLATE)
-    ds = DatasetConfig(component=config_mod.CHAT_DATASET, data_dir="x")
+    ds = DatasetConfig(component=overrides.CHAT_DATASET, data_dir="x")
     ex = data.tokenize_row(CONVERSATION, ds, tok, None)
     assert ex is not None
     learned = [
@@ -155,7 +155,7 @@ def test_a_conversation_learns_only_the_assistants_replies() -> None:
     )
     everything = data.tokenize_row(
         CONVERSATION,
-        DatasetConfig(component=config_mod.CHAT_DATASET, data_dir="x", train_on_input=True),
+        DatasetConfig(component=overrides.CHAT_DATASET, data_dir="x", train_on_input=True),
         tok,
         None,
     )
@@ -170,7 +170,7 @@ def test_sharegpt_conversations_read_as_openai_ones() -> None:
         ]
     }
     ds = DatasetConfig(
-        component=config_mod.CHAT_DATASET,
+        component=overrides.CHAT_DATASET,
         data_dir="x",
         conversation_column="conversations",
         conversation_style="sharegpt",

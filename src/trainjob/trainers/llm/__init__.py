@@ -7,7 +7,8 @@ instruct dataset, DDP across processes and nodes through torchrun, and checkpoin
 with transformers and peft.
 
 Modules, each with one job: :mod:`.errors` (the one-line error), :mod:`.recipes` (recipe and
-config names), :mod:`.config` (typed config and ``key=value`` overrides), :mod:`.argv` (the
+config names), :mod:`.overrides` (the ``key=value`` keys and their parsers), :mod:`.config`
+(the typed config: a recipe's defaults with the overrides), :mod:`.argv` (the
 ``tune run`` command line), :mod:`.launch` (torchrun or in-process), :mod:`.data` (reading and
 preprocessing the dataset), :mod:`.model` (model, tokenizer, LoRA), :mod:`.train` (the training
 loop a rank runs) and :mod:`.checkpoint` (what rank 0 writes).

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainjob.trainers.llm.config import SOURCES, DatasetConfig
+from trainjob.trainers.llm.config import DatasetConfig
 from trainjob.trainers.llm.errors import TrainerError
+from trainjob.trainers.llm.overrides import SOURCES
 
 IGNORE_INDEX = -100
 """Label value the loss skips (prompt tokens, padding)."""
