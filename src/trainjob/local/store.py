@@ -14,6 +14,8 @@ traceback: a write the disk refused (full, read-only) rolls back as :class:`Stor
 lock held past the busy timeout is :class:`StoreBusyError`, a truncated or garbled file
 :class:`StoreDamagedError`. Reading needs no write lock (the schema is only written when it must
 be created or upgraded), so reads work beside a long transaction and on a read-only home. Called by :mod:`trainjob.local.executor` and :mod:`trainjob.local.supervisor`.
+The tables and their upgrades are in :mod:`trainjob.local.schema`, the rows in
+:mod:`trainjob.local.rows`.
 """
 
 from __future__ import annotations
@@ -26,15 +28,31 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from trainjob.errors import AlreadyExistsError, ConfigError
-from trainjob.local import files
+from trainjob.local import files, schema
+from trainjob.local.rows import (
+    EVENT_COLS,
+    JOB_COLS,
+    POD_COLS,
+    REPORT_COLS,
+    SUMMARY_COLS,
+    EventRow,
+    JobRow,
+    PodRow,
+    ReportRow,
+    pod_row,
+)
+from trainjob.local.schema import SCHEMA_VERSION
 
-SCHEMA_VERSION = 3
+__all__ = [
+    "SCHEMA_VERSION", "EventRow", "JobRow", "PodRow", "ReportRow", "Store", "StoreBusyError",
+    "StoreDamagedError", "StoreFullError",
+]  # fmt: skip
+
 # SQLite primary result codes (sqlite3.h).
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_CORRUPT = 5, 6, 8, 11
 SQLITE_CANTOPEN, SQLITE_NOTADB = 14, 26
@@ -52,180 +70,6 @@ class StoreBusyError(ConfigError):
 
 class StoreDamagedError(ConfigError):
     """The job store's file is not a database, or a damaged one (truncated, overwritten)."""
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (
-  namespace TEXT NOT NULL,
-  name TEXT NOT NULL,
-  uid TEXT NOT NULL,
-  created TEXT NOT NULL,
-  created_ts REAL NOT NULL,
-  trainjob TEXT NOT NULL,
-  runtime TEXT NOT NULL,
-  plan TEXT NOT NULL,
-  cwd TEXT NOT NULL,
-  phase TEXT NOT NULL,
-  reason TEXT NOT NULL DEFAULT '',
-  message TEXT NOT NULL DEFAULT '',
-  status TEXT NOT NULL DEFAULT '{}',
-  started TEXT,
-  completed TEXT,
-  restarts INTEGER NOT NULL DEFAULT 0,
-  suspend INTEGER NOT NULL DEFAULT 0,
-  deleting INTEGER NOT NULL DEFAULT 0,
-  supervisor_pid INTEGER,
-  supervisor_start TEXT,
-  runner TEXT NOT NULL DEFAULT '',
-  PRIMARY KEY (namespace, name)
-);
-CREATE TABLE IF NOT EXISTS pods (
-  namespace TEXT NOT NULL,
-  name TEXT NOT NULL,
-  uid TEXT NOT NULL,
-  job TEXT NOT NULL,
-  job_index INTEGER NOT NULL,
-  idx INTEGER NOT NULL,
-  pod_name TEXT NOT NULL,
-  phase TEXT NOT NULL,
-  exit_code INTEGER,
-  started TEXT,
-  finished TEXT,
-  restarts INTEGER NOT NULL DEFAULT 0,
-  pid INTEGER,
-  pid_start TEXT,
-  message TEXT NOT NULL DEFAULT '',
-  ready INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (namespace, name, job, job_index, idx)
-);
-CREATE TABLE IF NOT EXISTS events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  namespace TEXT NOT NULL,
-  name TEXT NOT NULL,
-  uid TEXT NOT NULL,
-  type TEXT NOT NULL,
-  reason TEXT NOT NULL,
-  message TEXT NOT NULL,
-  timestamp TEXT NOT NULL,
-  involved_kind TEXT NOT NULL,
-  involved_name TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_job ON events (namespace, name);
-CREATE TABLE IF NOT EXISTS reports (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  namespace TEXT NOT NULL,
-  name TEXT NOT NULL,
-  uid TEXT NOT NULL,
-  time TEXT NOT NULL,
-  progress INTEGER,
-  eta INTEGER,
-  metrics TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX IF NOT EXISTS reports_job ON reports (namespace, name, uid, id);
-CREATE TABLE IF NOT EXISTS runtimes (
-  kind TEXT NOT NULL,
-  namespace TEXT NOT NULL,
-  name TEXT NOT NULL,
-  body TEXT NOT NULL,
-  PRIMARY KEY (kind, namespace, name)
-);
-"""
-
-
-@dataclass(frozen=True)
-class JobRow:
-    namespace: str
-    name: str
-    uid: str
-    created: str
-    created_ts: float
-    trainjob: str
-    runtime: str
-    plan: str
-    cwd: str
-    phase: str
-    reason: str = ""
-    message: str = ""
-    status: str = "{}"
-    started: str | None = None
-    completed: str | None = None
-    restarts: int = 0
-    suspend: int = 0
-    deleting: int = 0
-    supervisor_pid: int | None = None
-    supervisor_start: str | None = None
-    runner: str = ""  # how its pods run: "" processes, else container settings (local.runner)
-
-    def trainjob_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(self.trainjob)
-        return out
-
-    def status_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(self.status)
-        return out
-
-
-@dataclass(frozen=True)
-class PodRow:
-    namespace: str
-    name: str
-    uid: str
-    job: str
-    job_index: int
-    idx: int
-    pod_name: str
-    phase: str
-    exit_code: int | None = None
-    started: str | None = None
-    finished: str | None = None
-    restarts: int = 0
-    pid: int | None = None
-    pid_start: str | None = None
-    message: str = ""
-    ready: bool = False  # Running with its containers ready (readiness probes passed)
-
-
-@dataclass(frozen=True)
-class EventRow:
-    namespace: str
-    name: str
-    uid: str
-    type: str
-    reason: str
-    message: str
-    timestamp: str
-    involved_kind: str
-    involved_name: str
-
-
-@dataclass(frozen=True)
-class ReportRow:
-    """One progress report of a job (``status.trainerStatus`` keeps the latest): its time, the
-    percentage and ETA it gave, and its metrics (a JSON object, name -> value as reported)."""
-
-    namespace: str
-    name: str
-    uid: str
-    time: str
-    progress: int | None
-    eta: int | None
-    metrics: str = "{}"
-
-
-_JOB_COLS = [f.name for f in fields(JobRow)]
-SUMMARY_COLS = (
-    "namespace", "name", "uid", "created", "phase", "reason", "message", "started",
-    "completed", "restarts", "status", "trainjob",
-)  # fmt: skip
-_POD_COLS = [f.name for f in fields(PodRow)]
-_EVENT_COLS = [f.name for f in fields(EventRow)]
-_REPORT_COLS = [f.name for f in fields(ReportRow)]
-
-
-def _pod(r: tuple[Any, ...]) -> PodRow:
-    p = PodRow(*r)
-    return replace(p, ready=bool(p.ready))
 
 
 class Store:
@@ -379,10 +223,7 @@ class Store:
         if version == SCHEMA_VERSION:
             return  # nothing to write: no write lock taken (reads beside a held lock work)
         if version is not None and version > SCHEMA_VERSION:
-            raise ConfigError(
-                f"the job store {self.path} has schema version {version}, newer than this "
-                f"trainjob's {SCHEMA_VERSION}: upgrade trainjob or use another TRAINJOB_HOME"
-            )
+            raise schema.newer_error(self.path, version)
         if self.read_only:
             if version is None:
                 self._empty = True  # a read-only home without jobs: every read finds none
@@ -392,43 +233,19 @@ class Store:
                 "here: run trainjob once with TRAINJOB_HOME writable"
             )
         with self._tx() as db:
-            for stmt in _SCHEMA.split(";"):
-                if stmt.strip():
-                    db.execute(stmt)
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise ConfigError(
-                    f"the job store {self.path} has schema version {row[0]}, newer than this "
-                    f"trainjob's {SCHEMA_VERSION}: upgrade trainjob or use another TRAINJOB_HOME"
-                )
-            elif int(row[0]) < SCHEMA_VERSION:
-                # Upgrades, one version at a time; each only adds what older rows lack.
-                if int(row[0]) < 2:
-                    db.execute("ALTER TABLE pods ADD COLUMN ready INTEGER NOT NULL DEFAULT 0")
-                job_cols = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
-                if int(row[0]) < 3 and "runner" not in job_cols:
-                    db.execute("ALTER TABLE jobs ADD COLUMN runner TEXT NOT NULL DEFAULT ''")
-                db.execute(
-                    "UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                    (str(SCHEMA_VERSION),),
-                )
+            schema.create_or_upgrade(db, self.path)
 
     # -- jobs ---------------------------------------------------------------------------------
 
     def insert_job(self, row: JobRow) -> None:
         """Add a job; AlreadyExistsError when one of that namespace/name exists."""
-        cols = ", ".join(_JOB_COLS)
-        marks = ", ".join("?" for _ in _JOB_COLS)
+        cols = ", ".join(JOB_COLS)
+        marks = ", ".join("?" for _ in JOB_COLS)
         try:
             with self._tx() as db:
                 db.execute(
                     f"INSERT INTO jobs ({cols}) VALUES ({marks})",
-                    [getattr(row, c) for c in _JOB_COLS],
+                    [getattr(row, c) for c in JOB_COLS],
                 )
         except sqlite3.IntegrityError:
             raise AlreadyExistsError(
@@ -437,14 +254,14 @@ class Store:
 
     def job(self, namespace: str, name: str) -> JobRow | None:
         rows = self._read(
-            f"SELECT {', '.join(_JOB_COLS)} FROM jobs WHERE namespace = ? AND name = ?",
+            f"SELECT {', '.join(JOB_COLS)} FROM jobs WHERE namespace = ? AND name = ?",
             (namespace, name),
         )
         return JobRow(*rows[0]) if rows else None
 
     def jobs(self, namespace: str | None = None, *, light: bool = False) -> list[JobRow]:
         """Jobs oldest first; ``light`` leaves out the (large) runtime and plan columns."""
-        cols = [f"'' AS {c}" if light and c in ("runtime", "plan") else c for c in _JOB_COLS]
+        cols = [f"'' AS {c}" if light and c in ("runtime", "plan") else c for c in JOB_COLS]
         sql = f"SELECT {', '.join(cols)} FROM jobs"
         args: tuple[str, ...] = ()
         if namespace is not None:
@@ -466,7 +283,7 @@ class Store:
 
         Returns whether a row changed.
         """
-        bad = set(values) - set(_JOB_COLS)
+        bad = set(values) - set(JOB_COLS)
         if bad:
             raise ValueError(f"unknown job columns: {sorted(bad)}")
         sets = ", ".join(f"{k} = ?" for k in values)
@@ -496,8 +313,8 @@ class Store:
         marked finished by someone else (a client that found the supervisor dead).
         """
         sets = ", ".join(f"{k} = ?" for k in values)
-        pod_cols = ", ".join(_POD_COLS)
-        ev_cols = ", ".join(_EVENT_COLS)
+        pod_cols = ", ".join(POD_COLS)
+        ev_cols = ", ".join(EVENT_COLS)
         with self._tx() as db:
             cur = db.execute(
                 f"UPDATE jobs SET {sets} WHERE namespace = ? AND name = ? AND uid = ? "
@@ -507,18 +324,18 @@ class Store:
             if cur.rowcount == 0:
                 return False
             db.executemany(
-                f"INSERT OR REPLACE INTO pods ({pod_cols}) VALUES ({', '.join('?' for _ in _POD_COLS)})",
-                [[getattr(p, c) for c in _POD_COLS] for p in pods],
+                f"INSERT OR REPLACE INTO pods ({pod_cols}) VALUES ({', '.join('?' for _ in POD_COLS)})",
+                [[getattr(p, c) for c in POD_COLS] for p in pods],
             )
             db.executemany(
-                f"INSERT INTO events ({ev_cols}) VALUES ({', '.join('?' for _ in _EVENT_COLS)})",
-                [[getattr(e, c) for c in _EVENT_COLS] for e in events],
+                f"INSERT INTO events ({ev_cols}) VALUES ({', '.join('?' for _ in EVENT_COLS)})",
+                [[getattr(e, c) for c in EVENT_COLS] for e in events],
             )
             if reports:
                 db.executemany(
-                    f"INSERT INTO reports ({', '.join(_REPORT_COLS)}) "
-                    f"VALUES ({', '.join('?' for _ in _REPORT_COLS)})",
-                    [[getattr(m, c) for c in _REPORT_COLS] for m in reports],
+                    f"INSERT INTO reports ({', '.join(REPORT_COLS)}) "
+                    f"VALUES ({', '.join('?' for _ in REPORT_COLS)})",
+                    [[getattr(m, c) for c in REPORT_COLS] for m in reports],
                 )
         return True
 
@@ -534,30 +351,30 @@ class Store:
 
     def put_pods(self, pods: Sequence[PodRow]) -> None:
         """Insert or replace pod rows, in one transaction."""
-        cols = ", ".join(_POD_COLS)
-        marks = ", ".join("?" for _ in _POD_COLS)
+        cols = ", ".join(POD_COLS)
+        marks = ", ".join("?" for _ in POD_COLS)
         with self._tx() as db:
             db.executemany(
                 f"INSERT OR REPLACE INTO pods ({cols}) VALUES ({marks})",
-                [[getattr(p, c) for c in _POD_COLS] for p in pods],
+                [[getattr(p, c) for c in POD_COLS] for p in pods],
             )
 
     def pods(self, namespace: str, name: str) -> list[PodRow]:
         rows = self._read(
-            f"SELECT {', '.join(_POD_COLS)} FROM pods WHERE namespace = ? AND name = ? "
+            f"SELECT {', '.join(POD_COLS)} FROM pods WHERE namespace = ? AND name = ? "
             "ORDER BY rowid",
             (namespace, name),
         )
-        return [_pod(r) for r in rows]
+        return [pod_row(r) for r in rows]
 
     def pods_in(self, namespace: str | None = None) -> list[PodRow]:
         """Every pod row (of ``namespace``, or all) in one query, for listings of many jobs."""
-        sql = f"SELECT {', '.join(_POD_COLS)} FROM pods"
+        sql = f"SELECT {', '.join(POD_COLS)} FROM pods"
         args: tuple[str, ...] = ()
         if namespace is not None:
             sql += " WHERE namespace = ?"
             args = (namespace,)
-        return [_pod(r) for r in self._read(sql + " ORDER BY rowid", args)]
+        return [pod_row(r) for r in self._read(sql + " ORDER BY rowid", args)]
 
     def job_summaries(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
         """For listings: ``SUMMARY_COLS`` of every job, oldest first, without the big JSON
@@ -579,17 +396,17 @@ class Store:
     # -- events -------------------------------------------------------------------------------
 
     def add_event(self, event: EventRow) -> None:
-        cols = ", ".join(_EVENT_COLS)
-        marks = ", ".join("?" for _ in _EVENT_COLS)
+        cols = ", ".join(EVENT_COLS)
+        marks = ", ".join("?" for _ in EVENT_COLS)
         with self._tx() as db:
             db.execute(
                 f"INSERT INTO events ({cols}) VALUES ({marks})",
-                [getattr(event, c) for c in _EVENT_COLS],
+                [getattr(event, c) for c in EVENT_COLS],
             )
 
     def events(self, namespace: str, name: str) -> list[EventRow]:
         rows = self._read(
-            f"SELECT {', '.join(_EVENT_COLS)} FROM events WHERE namespace = ? AND name = ? "
+            f"SELECT {', '.join(EVENT_COLS)} FROM events WHERE namespace = ? AND name = ? "
             "ORDER BY id",
             (namespace, name),
         )
@@ -600,7 +417,7 @@ class Store:
     def reports(self, namespace: str, name: str, uid: str, since: int = 0) -> list[ReportRow]:
         """The job's progress reports, oldest first, without the first ``since``."""
         rows = self._read(
-            f"SELECT {', '.join(_REPORT_COLS)} FROM reports "
+            f"SELECT {', '.join(REPORT_COLS)} FROM reports "
             "WHERE namespace = ? AND name = ? AND uid = ? ORDER BY id LIMIT -1 OFFSET ?",
             (namespace, name, uid, max(0, since)),
         )

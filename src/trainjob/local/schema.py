@@ -1,0 +1,123 @@
+"""The local job store's schema: its tables (``SCHEMA``), its version and the upgrades from
+older versions (:func:`create_or_upgrade`). Each upgrade only adds what older rows lack, so a
+store written by an older trainjob is read, once upgraded, with nothing lost."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from trainjob.errors import ConfigError
+
+SCHEMA_VERSION = 3
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  created TEXT NOT NULL,
+  created_ts REAL NOT NULL,
+  trainjob TEXT NOT NULL,
+  runtime TEXT NOT NULL,
+  plan TEXT NOT NULL,
+  cwd TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT '{}',
+  started TEXT,
+  completed TEXT,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  suspend INTEGER NOT NULL DEFAULT 0,
+  deleting INTEGER NOT NULL DEFAULT 0,
+  supervisor_pid INTEGER,
+  supervisor_start TEXT,
+  runner TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS pods (
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  job TEXT NOT NULL,
+  job_index INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  pod_name TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  exit_code INTEGER,
+  started TEXT,
+  finished TEXT,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  pid INTEGER,
+  pid_start TEXT,
+  message TEXT NOT NULL DEFAULT '',
+  ready INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (namespace, name, job, job_index, idx)
+);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  type TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  message TEXT NOT NULL,
+  timestamp TEXT NOT NULL,
+  involved_kind TEXT NOT NULL,
+  involved_name TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_job ON events (namespace, name);
+CREATE TABLE IF NOT EXISTS reports (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  time TEXT NOT NULL,
+  progress INTEGER,
+  eta INTEGER,
+  metrics TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS reports_job ON reports (namespace, name, uid, id);
+CREATE TABLE IF NOT EXISTS runtimes (
+  kind TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (kind, namespace, name)
+);
+"""
+
+
+def newer_error(path: Path, version: object) -> ConfigError:
+    return ConfigError(
+        f"the job store {path} has schema version {version}, newer than this "
+        f"trainjob's {SCHEMA_VERSION}: upgrade trainjob or use another TRAINJOB_HOME"
+    )
+
+
+def create_or_upgrade(db: sqlite3.Connection, path: Path) -> None:
+    """Create the tables (in the caller's write transaction), or upgrade older ones."""
+    for stmt in SCHEMA.split(";"):
+        if stmt.strip():
+            db.execute(stmt)
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+    elif int(row[0]) > SCHEMA_VERSION:
+        raise newer_error(path, row[0])
+    elif int(row[0]) < SCHEMA_VERSION:
+        # Upgrades, one version at a time; each only adds what older rows lack.
+        if int(row[0]) < 2:
+            db.execute("ALTER TABLE pods ADD COLUMN ready INTEGER NOT NULL DEFAULT 0")
+        job_cols = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
+        if int(row[0]) < 3 and "runner" not in job_cols:
+            db.execute("ALTER TABLE jobs ADD COLUMN runner TEXT NOT NULL DEFAULT ''")
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+            (str(SCHEMA_VERSION),),
+        )
