@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 
 # The CLI as a user runs it, with the notice due after 2 s instead of 30 s.
 SOON = (
-    "import sys; from trainjob.cli import jobs; jobs.Stall.AFTER = 2.0; "
+    "import sys; from trainjob.cli import run; run.Stall.AFTER = 2.0; "
     "from trainjob.cli import main; sys.exit(main(sys.argv[1:]))"
 )
 

@@ -81,14 +81,16 @@ def options(
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
-COMMAND_MODULES = ("plan", "jobs", "get", "controller", "crds", "completion", "dashboard")
+COMMAND_MODULES = (
+    "plan", "run", "jobs", "get", "describe", "controller", "crds", "completion", "dashboard",
+)  # fmt: skip
 
 COMMANDS = {
     "version": None,
     "plan": "plan",
-    "run": "jobs",
+    "run": "run",
     "get": "get",
-    "describe": "get",
+    "describe": "describe",
     "logs": "jobs",
     "suspend": "jobs",
     "resume": "jobs",

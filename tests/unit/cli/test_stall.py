@@ -2,7 +2,7 @@
 commands that check: no status at all (no trainjob or upstream controller), or a JobSet's status
 but no pods (no JobSet controller). The local backend never says it (its supervisor is the
 controller). The executor here is a stand-in that reports fixed states: what is pinned is the rule
-in :class:`trainjob.cli.jobs.Stall`, not a cluster."""
+in :class:`trainjob.cli.run.Stall`, not a cluster."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trainjob.cli import jobs
+from trainjob.cli import run
 from trainjob.executor import model as st
 from trainjob.executor.model import JobState, PodState
 
@@ -33,13 +33,13 @@ class Frozen:
 
 
 def follow(ex: Frozen, capsys: pytest.CaptureFixture[str]) -> str:
-    jobs.watch(ex, "tj", "ns")  # type: ignore[arg-type]
+    run.watch(ex, "tj", "ns")  # type: ignore[arg-type]
     return capsys.readouterr().err
 
 
 @pytest.fixture(autouse=True)
 def at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jobs.Stall, "AFTER", 0.0)
+    monkeypatch.setattr(run.Stall, "AFTER", 0.0)
 
 
 def test_no_status_names_the_missing_controller_once(capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,5 +65,5 @@ def test_pods_or_the_local_backend_say_nothing(capsys: pytest.CaptureFixture[str
 
 
 def test_not_before_its_time(capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
-    monkeypatch.setattr(jobs.Stall, "AFTER", 3600.0)
+    monkeypatch.setattr(run.Stall, "AFTER", 3600.0)
     assert "warning" not in follow(Frozen("kubernetes", {}), capsys)
