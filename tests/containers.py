@@ -54,6 +54,13 @@ def image(target: str) -> str:
         )
     if proc.returncode != 0:
         pytest.fail(f"hack/build-images.sh {target} failed:\n{(proc.stdout + proc.stderr)[-6000:]}")
+    return tag(target)
+
+
+@functools.cache
+def tag(target: str) -> str:
+    """The tag hack/build-images.sh gives ``target`` (nothing is built: a TrainJob can name it
+    where no container runs, on the process backend or on the simulated cluster)."""
     return subprocess.run(
         ["bash", str(BUILD), "--tag", target], capture_output=True, text=True, check=True
     ).stdout.strip()

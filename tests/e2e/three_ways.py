@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from trainjob import CustomTrainer, TrainerClient
+from trainjob import ContainerBackendConfig, CustomTrainer, LocalBackendConfig, TrainerClient
 
 ENV_NAMES = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR",
              "PET_MASTER_PORT", "EPOCHS", "OMP_NUM_THREADS")  # fmt: skip
@@ -80,6 +81,42 @@ def observe(client: TrainerClient, name: str, trainjob: dict[str, Any]) -> Run:
         assert found, f"{step.name} printed no env:\n{logs[-2000:]}"
         env[step.name] = json.loads(found[-1])
     return Run(job.status, _steps(job), env, _conditions(trainjob))
+
+
+_LOCAL_RUNS: dict[str, Run] = {}
+
+
+def local_run(backend: str, root: Path) -> Run:
+    """The job's run, normalised, on the local ``backend`` (``process`` or ``container``: the
+    torch-trainer image, built if needed, or the test skipped saying why podman cannot run it).
+
+    Run once per session and kept: the e2e test compares the two, and the cluster's test
+    (tests/cluster/test_three_ways.py, later in the same session) compares the cluster with each
+    without running them again. ``root`` holds the backend's home; the job is deleted after."""
+    if backend in _LOCAL_RUNS:
+        return _LOCAL_RUNS[backend]
+    from tests import containers
+
+    image = (
+        containers.image("torch-trainer")
+        if backend == "container"
+        else containers.tag("torch-trainer")
+    )
+    home = root / backend
+    config: LocalBackendConfig | ContainerBackendConfig
+    if backend == "process":
+        config = LocalBackendConfig(home=home, cwd=str(root))
+    else:
+        config = ContainerBackendConfig(home=home, cwd=str(root))
+    client = TrainerClient(config)
+    name = submit(client, image)
+    job = client.wait_for_job_status(name, status={"Complete", "Failed"}, timeout=600)
+    trainjob = client.backend.executor.get(name).to_dict()  # type: ignore[attr-defined]
+    run = observe(client, name, trainjob)
+    assert job.status == "Complete", run
+    client.delete_job(name)
+    _LOCAL_RUNS[backend] = run.normalised(name, mapped_endpoints=backend == "process")
+    return _LOCAL_RUNS[backend]
 
 
 def _steps(job: Any) -> tuple[tuple[str, str], ...]:
