@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from trainjob.api import constants as c
+from trainjob.api import phases as tphases
 from trainjob.api.trainer import Runtime
 from trainjob.cli import HELP_STYLE, app
 from trainjob.cli.output import (
@@ -126,11 +127,29 @@ def short_number(value: str) -> str:
     return value if number.is_integer() and "." not in value else f"{number:.4g}"
 
 
+def status_cell(s: JobState) -> tuple[str, str]:
+    """STATUS and REASON of a job: its phase, or for a live one what its phase condition says it
+    is doing where that says more (Initializing, Restarting; :mod:`trainjob.api.phases`), with
+    the condition's reason."""
+    if s.finished:
+        return s.phase, s.reason
+    now = tphases.current((s.trainjob.get("status") or {}).get("conditions"))
+    if now is None:
+        return s.phase, s.reason
+    shown = (
+        now.type
+        if now.type in (tphases.CONDITION_INITIALIZING, tphases.CONDITION_RESTARTING)
+        else s.phase
+    )
+    return shown, s.reason or now.reason
+
+
 def job_row(s: JobState, all_namespaces: bool, wide: bool) -> list[str]:
     progress, eta, loss = progress_cells(s)
+    status, reason = status_cell(s)
     row = [
         s.name,
-        s.phase,
+        status,
         s.runtime_name,
         str(s.num_nodes or "<default>"),
         str(s.restarts),
@@ -145,7 +164,7 @@ def job_row(s: JobState, all_namespaces: bool, wide: bool) -> list[str]:
         row += [
             s.started or "<none>",
             age(s.started, end) if s.started else "<none>",
-            s.reason or "<none>",
+            reason or "<none>",
             loss,
         ]
     return row

@@ -19,6 +19,8 @@ upstream's order (``pkg/controller/trainjob_controller.go``):
 6. ``activeDeadlineSeconds``: past it -> ``Failed=True/DeadlineExceeded`` and the JobSet deleted
    (the plugins' terminal cleanup);
    otherwise a requeue when it runs out;
+   then trainjob's phase condition (Queued, Initializing, Running, Restarting) from the JobSet's
+   status (:mod:`trainjob.api.phases`; added, upstream's conditions unchanged);
 7. one merge patch of ``status`` when it changed; then the events.
 
 A finished TrainJob never applies anything again, so a JobSet deleted after it finished (JobSet
@@ -38,6 +40,7 @@ from typing import Any
 from trainjob import keys
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
+from trainjob.api import phases
 from trainjob.api.load import parse
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.controller import runtimes
@@ -159,6 +162,7 @@ class Reconciler:
         jobs = self.jobs_status(key, tj, conditions)
         runtime = self._runtime_defaults(tj, gk)
         requeue_after = self.check_deadline(key, tj, conditions, runtime)
+        self.phase_condition(key, tj, conditions, jobs)
         run_times = self.run_times(key, tj, conditions)
         self.write_status(
             key, tj, before, conditions, old_status.get("jobsStatus"), jobs, run_times
@@ -391,6 +395,24 @@ class Reconciler:
                     "deleting the %s of %s after its deadline: %s", kind.resource.kind, key, e
                 )
         return None
+
+    def phase_condition(
+        self, key: str, tj: Obj, conditions: list[Obj], jobs: list[Obj] | None
+    ) -> None:
+        """trainjob's phase condition (Queued, Initializing, Running, Restarting:
+        :mod:`trainjob.api.phases`) from the JobSet's status: its Jobs' counts and restarts."""
+        jobset = self.caches.jobsets.get(key) if jobs is not None else None
+        restarts = ((jobset or {}).get("status") or {}).get("restarts") or 0
+        labels = (tj.get("metadata") or {}).get("labels") or {}
+        ph = phases.phase(
+            conditions,
+            jobset,
+            jobs,
+            suspended=bool((tj.get("spec") or {}).get("suspend")),
+            queue=labels.get(phases.KUEUE_QUEUE_LABEL),
+            restarts=int(restarts),
+        )
+        phases.set_phase(conditions, ph)
 
     # -- step 7: one status write -----------------------------------------------------------------
     def write_status(

@@ -1,24 +1,25 @@
 """What a live job is doing, finer than its phase: Queued, Initializing, Running, Restarting.
 
-Upstream's TrainJob conditions (Suspended, Complete, Failed) say nothing between "created" and
-"finished", and right after a Kueue resume upstream still shows Suspended or Created while the
-pods run. The job model's pods say more; this reads them, the same on both backends, so
-``describe`` (and any front end) can say what a job is doing now, with a reason. The TrainJob's
-own conditions stay upstream's, exactly (``tests/integration/test_upstream_diff.py``).
+The TrainJob carries the same as a condition (:mod:`trainjob.api.phases`: the controller and the
+local supervisor set it from the JobSet's counts), except ``Running`` on a TrainJob that was never
+suspended, which upstream's SDK must see without any condition. This reads the job model's pods,
+the same on both backends, so ``describe``, ``get jobs`` and the dashboard say what a job is doing
+in every case, with a reason.
 """
 
 from __future__ import annotations
 
+from trainjob.api import phases as conditions
 from trainjob.executor import model as st
 from trainjob.executor.steps import DATASET_INITIALIZER, MODEL_INITIALIZER, step_name
 
-QUEUED = "Queued"
-INITIALIZING = "Initializing"
-RUNNING = "Running"
-RESTARTING = "Restarting"
+QUEUED = conditions.CONDITION_QUEUED
+INITIALIZING = conditions.CONDITION_INITIALIZING
+RUNNING = conditions.CONDITION_RUNNING
+RESTARTING = conditions.CONDITION_RESTARTING
 STARTING = "Starting"
 
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_QUEUE_LABEL = conditions.KUEUE_QUEUE_LABEL
 _INITIALIZERS = (DATASET_INITIALIZER, MODEL_INITIALIZER)
 
 

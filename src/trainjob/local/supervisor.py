@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from trainjob.api import constants as c
+from trainjob.api import phases
 from trainjob.core import jobset as js
 from trainjob.core import lifetime, times
 from trainjob.errors import ConfigError
@@ -93,7 +94,11 @@ class Supervisor:
         self.clock_start = row.created_ts
         self._recorded: ptree.Procs = {}  # the processes last written to the processes file
         # the TrainJob's, else its runtime's spec.runPolicy's (KEP-2899)
-        self.deadline = lifetime.active_deadline(row.trainjob_dict(), self.runtime)
+        trainjob = row.trainjob_dict()
+        self.deadline = lifetime.active_deadline(trainjob, self.runtime)
+        self.queue = ((trainjob.get("metadata") or {}).get("labels") or {}).get(
+            phases.KUEUE_QUEUE_LABEL
+        )
         self.base_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINJOB_SUP")}
         self.templates: list[pods.PodTemplate] = []
         self.runs: dict[Key, PodRun] = {}
@@ -173,6 +178,7 @@ class Supervisor:
         if not self.dirty:
             return
         self.status["jobsStatus"] = self.jobs_status()
+        self.phase_condition()
         ok = self.store.write_status(
             self.namespace,
             self.name,
@@ -194,6 +200,19 @@ class Supervisor:
         if not ok:  # the job was deleted (or replaced) under us
             self.kill_all()
             raise SystemExit(0)
+
+    def phase_condition(self) -> None:
+        """trainjob's phase condition from the jobsStatus just counted, as the controller sets
+        it from the JobSet's (:mod:`trainjob.api.phases`)."""
+        ph = phases.phase(
+            self.status.get("conditions") or [],
+            self.plan.jobset,
+            self.status["jobsStatus"],
+            suspended=self.suspended,
+            queue=self.queue,
+            restarts=self.restarts,
+        )
+        phases.set_phase(self.status.setdefault("conditions", []), ph, times.now())
 
     # -- progress -------------------------------------------------------------------------------
 

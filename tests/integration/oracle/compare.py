@@ -14,7 +14,10 @@ Normalising removes what differs by nature between two runs, and nothing else:
 * resource amounts compare as quantities (``4`` is ``"4"``);
 * generated key bytes: an MPI Secret's key pair becomes the kind of key it is (``<EC PRIVATE KEY
   PEM>``, ``<ecdsa-sha2-nistp521 public key>``); a Flux curve certificate's Z85 keys become
-  ``<z85 40>``; the runtime snapshot's YAML is parsed and normalised as an object.
+  ``<z85 40>``; the runtime snapshot's YAML is parsed and normalised as an object;
+* trainjob's phase conditions (``trainjob.api.phases``: Queued, Initializing, Running,
+  Restarting), a deliberate addition that upstream lacks: dropped from the TrainJob's status
+  (upstream's own conditions still compare as they are).
 
 :func:`diff` lists the differences as ``path: upstream=... trainjob=...`` lines.
 """
@@ -29,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from trainjob.api import quantity
+from trainjob.api import phases, quantity
 
 Obj = dict[str, Any]
 
@@ -192,7 +195,15 @@ def normalise_object(obj: Obj, namespace: str) -> Obj:
         for p in (obj.get("spec") or {}).get("runtimePatches") or ():
             if p.get("time"):
                 p["time"] = "<time>"
-        for cond in (obj.get("status") or {}).get("conditions") or ():
+        status = obj.get("status") or {}
+        # trainjob's phase conditions (Queued, Initializing, Running, Restarting), added on
+        # purpose beside upstream's (trainjob.api.phases says why the Kubeflow SDK reads the same
+        # status with them); upstream's own conditions are compared as they are
+        if "conditions" in status:
+            status["conditions"] = [
+                k for k in status["conditions"] if k.get("type") not in phases.PHASE_CONDITIONS
+            ]
+        for cond in status.get("conditions") or ():
             cond.pop("lastTransitionTime", None)
             cond.pop("observedGeneration", None)
         # times, and KEP-2899's (#3824) status fields that upstream v2.3.0 has not built yet
