@@ -43,27 +43,22 @@ def progress(trainjob: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def job_row(s: JobState) -> dict[str, Any]:
     """One row of the Jobs table (what ``trainjob get jobs -o wide`` prints, and progress).
-    Read straight from the TrainJob's dict: a listing makes a thousand of these."""
-    tj = s.trainjob
-    spec = tj.get("spec") or {}
-    ts = (tj.get("status") or {}).get("trainerStatus") or {}
+    Read from the state's runtime name, nodes and latest report: a listing makes a thousand of
+    these, and the local one answers them without parsing a TrainJob (``JobState.summary``)."""
+    p = s.progress
     loss = None
-    if ts:
-        metrics = {
-            m.get("name"): m.get("value") for m in ts.get("metrics") or () if isinstance(m, dict)
-        }
-        loss = next((str(metrics[n]) for n in LOSS_NAMES if n in metrics), None)
-    nodes = (spec.get("trainer") or {}).get("numNodes")
+    if p is not None:
+        loss = next((str(p.metrics[n]) for n in LOSS_NAMES if n in p.metrics), None)
     return {
         "namespace": s.namespace,
         "name": s.name,
-        "runtime": str((spec.get("runtimeRef") or {}).get("name") or ""),
+        "runtime": s.runtime_name,
         "phase": s.phase,
         "reason": s.reason,
-        "progress": ts.get("progressPercentage"),
-        "eta": ts.get("estimatedRemainingSeconds"),
+        "progress": p.progress_percentage if p is not None else None,
+        "eta": p.estimated_remaining_seconds if p is not None else None,
         "loss": loss,
-        "nodes": int(nodes) if nodes is not None else None,
+        "nodes": s.num_nodes,
         "restarts": s.restarts,
         "created": s.created,
         "started": s.started,

@@ -85,11 +85,23 @@ class PodState:
 
 
 @dataclass(frozen=True)
+class JobSummary:
+    """What a listing shows of a job's TrainJob (its runtime, nodes, latest progress report),
+    for an executor that keeps these beside the object (the local store's listing columns): a
+    listing of many jobs then reads them without parsing a TrainJob."""
+
+    runtime_name: str = ""
+    num_nodes: int | None = None
+    progress: MetricSample | None = None
+
+
+@dataclass(frozen=True)
 class JobState:
     """A job's phase, times and pods. ``reason``/``message`` explain the phase when finished.
 
     ``trainjob`` is the TrainJob object as the executor stores it (metadata, spec, status), empty
-    where a listing did not read it.
+    where a listing did not read it. ``summary``, where the executor sets it, answers
+    :attr:`runtime_name`, :attr:`num_nodes` and :attr:`progress` without reading ``trainjob``.
     """
 
     name: str
@@ -103,6 +115,7 @@ class JobState:
     message: str = ""
     pods: tuple[PodState, ...] = field(default_factory=tuple)
     trainjob: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    summary: JobSummary | None = field(default=None, compare=False, repr=False)
 
     @property
     def finished(self) -> bool:
@@ -120,16 +133,22 @@ class JobState:
 
     @property
     def runtime_name(self) -> str:
+        if self.summary is not None:
+            return self.summary.runtime_name
         return str((self.spec.get("runtimeRef") or {}).get("name") or "")
 
     @property
     def progress(self) -> MetricSample | None:
         """What the training last reported (``status.trainerStatus``), None before any report."""
+        if self.summary is not None:
+            return self.summary.progress
         return trainer_status_sample(self.trainjob)
 
     @property
     def num_nodes(self) -> int | None:
         """``spec.trainer.numNodes``, None when the TrainJob leaves it to its runtime."""
+        if self.summary is not None:
+            return self.summary.num_nodes
         value = (self.spec.get("trainer") or {}).get("numNodes")
         return int(value) if value is not None else None
 

@@ -52,6 +52,7 @@ from trainjob.local import (
 )
 from trainjob.local import home as homes
 from trainjob.local import runner as runners
+from trainjob.local.rows import StoredObject, listing_summary
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 from trainjob.runtime import CompileOptions, compile, kinds
 from trainjob.runtime.plan import Plan
@@ -276,10 +277,12 @@ class LocalExecutor(Executor):
                 runtime = json.loads(row.runtime) if row is not None and row.runtime else None
                 self._runtime_ttl[uid] = lifetime.ttl_seconds({}, runtime)
             ttl = self._runtime_ttl[uid]
-        if ttl is None:
-            return False
-        done = lifetime.finished_at(trainjob)
-        if done is None or done + int(ttl) > time.time():
+        ttl = None if ttl is None else int(ttl)
+        return self._ttl_ran_out(namespace, name, ttl, lifetime.finished_at(trainjob))
+
+    def _ttl_ran_out(self, namespace: str, name: str, ttl: int | None, done: float | None) -> bool:
+        """Delete a job finished at ``done`` whose ``ttl`` (seconds, None: none) ran out."""
+        if ttl is None or done is None or done + ttl > time.time():
             return False
         log.info(
             "deleting TrainJob %s/%s: its ttlSecondsAfterFinished (%ss) ran out",
@@ -431,18 +434,19 @@ class LocalExecutor(Executor):
             for p in self.store.pods_in(namespace):
                 by_job.setdefault((p.namespace, p.name, p.uid), []).append(_pod_state(p))
         out = []
-        for r in self.store.job_summaries(namespace):
+        for r in self.store.listing(namespace):
             ns, name, uid, created, phase, reason, message, started, completed, restarts = r[:10]
-            status, tj, runtime_ttl = r[10:]
-            trainjob = _summary_object(tj, status, restarts)
-            if trainjob is None:
+            runtime_ref, nodes, job_ttl, runtime_ttl, finished_at = r[10:15]
+            summary = listing_summary(runtime_ref, nodes, *r[15:19])
+            text, status, whole = r[19:]
+            if not whole or not isinstance(restarts, int):
                 damaged = self.store.job(ns, name)
                 if damaged is not None:
                     self._skip(damaged, _problem(damaged) or "its TrainJob is not JSON")
                 continue
             if phase in st.FINISHED:
-                self._runtime_ttl.setdefault(uid, None if runtime_ttl is None else int(runtime_ttl))
-                if self._expired(ns, name, uid, trainjob):
+                ttl = job_ttl if job_ttl is not None else runtime_ttl
+                if self._ttl_ran_out(ns, name, ttl, finished_at):
                     continue
             if phase in _LIVE:
                 row = self.store.job(ns, name)
@@ -460,7 +464,8 @@ class LocalExecutor(Executor):
             state = JobState(
                 name=name, namespace=ns, phase=phase, created=created, started=started,
                 completed=completed, restarts=restarts, reason=reason, message=message,
-                pods=tuple(by_job.get((ns, name, uid), ())), trainjob=trainjob,
+                pods=tuple(by_job.get((ns, name, uid), ())), trainjob=StoredObject(text, status),
+                summary=summary,
             )  # fmt: skip
             out.append(state)
         return out
@@ -778,22 +783,6 @@ def _problem(row: JobRow) -> str | None:
     except (TypeError, ValueError) as e:
         return f"{type(e).__name__}: {e}"
     return None
-
-
-def _summary_object(trainjob: str | None, status: str, restarts: object) -> dict[str, Any] | None:
-    """A listing's TrainJob object with its status, or None when the row is damaged."""
-    if trainjob is None or not isinstance(restarts, int):
-        return None
-    try:
-        obj = json.loads(trainjob)
-        st_obj = json.loads(status or "{}")
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(obj, dict) or not isinstance(st_obj, dict):
-        return None
-    if st_obj:
-        obj["status"] = st_obj
-    return obj
 
 
 def _longest_grace(row: JobRow) -> float:

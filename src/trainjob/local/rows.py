@@ -1,12 +1,22 @@
 """The rows of the local job store (:mod:`trainjob.local.store`): one frozen dataclass per
 table, whose fields are the table's columns in order (the column lists below are made from
-them, so a column is declared once)."""
+them, so a column is declared once), and the listing's columns of a job (:func:`derived`).
+
+A listing of many jobs (``trainjob get jobs``, the dashboard's Jobs page) reads only scalar
+columns kept beside each job's JSON (its runtime's name, nodes, TTLs, when it finished, its
+latest progress report) and parses no TrainJob: :class:`StoredObject` parses one when a caller
+reads it (a label selector, ``--sort-by``).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
+
+from trainjob.core import lifetime
+from trainjob.executor.model import JobSummary, MetricSample, trainer_status_sample
 
 
 @dataclass(frozen=True)
@@ -90,10 +100,16 @@ class ReportRow:
 
 
 JOB_COLS = [f.name for f in fields(JobRow)]
-SUMMARY_COLS = (
-    "namespace", "name", "uid", "created", "phase", "reason", "message", "started",
-    "completed", "restarts", "status", "trainjob",
+DERIVED_COLS = (
+    "runtime_ref", "num_nodes", "job_ttl", "runtime_ttl", "finished_at", "reported", "progress",
+    "eta", "metrics",
 )  # fmt: skip
+"""The jobs table's columns kept from its JSON ones on every write (:func:`derived`)."""
+LISTING_COLS = (
+    "namespace", "name", "uid", "created", "phase", "reason", "message", "started",
+    "completed", "restarts", *DERIVED_COLS, "trainjob", "status",
+)  # fmt: skip
+"""What a listing reads of each job (:meth:`Store.listing`), then whether its JSON is whole."""
 POD_COLS = [f.name for f in fields(PodRow)]
 EVENT_COLS = [f.name for f in fields(EventRow)]
 REPORT_COLS = [f.name for f in fields(ReportRow)]
@@ -102,3 +118,106 @@ REPORT_COLS = [f.name for f in fields(ReportRow)]
 def pod_row(r: tuple[Any, ...]) -> PodRow:
     p = PodRow(*r)
     return replace(p, ready=bool(p.ready))
+
+
+def _json_object(text: object) -> dict[str, Any]:
+    try:
+        out = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _int(value: object) -> int | None:
+    try:
+        return None if value is None or isinstance(value, bool) else int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+
+
+def derived(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The listing's columns that follow from the JSON columns among ``values`` (``trainjob``,
+    ``runtime``, ``status``): the runtime's name, ``numNodes`` and ``ttlSecondsAfterFinished``
+    of the TrainJob, the runtime's ``runPolicy`` TTL, when the job finished (its Complete or
+    Failed condition) and its latest progress report (``status.trainerStatus``, JSON). A
+    damaged value gives empty ones: the listing checks the JSON itself. The report is kept as
+    its time (``reported``, ``""`` before any; ``"-"`` for one without a time), percentage, ETA
+    and metrics (a JSON object, name -> value), as :class:`~trainjob.executor.model.MetricSample`
+    holds it."""
+    out: dict[str, Any] = {}
+    if "trainjob" in values:
+        spec = _json_object(values["trainjob"]).get("spec")
+        spec = spec if isinstance(spec, dict) else {}
+        ref, trainer = spec.get("runtimeRef"), spec.get("trainer")
+        out["runtime_ref"] = str(ref.get("name") or "") if isinstance(ref, dict) else ""
+        out["num_nodes"] = _int(trainer.get("numNodes")) if isinstance(trainer, dict) else None
+        out["job_ttl"] = _int(spec.get("ttlSecondsAfterFinished"))
+    if "runtime" in values:
+        try:
+            out["runtime_ttl"] = lifetime.ttl_seconds({}, _json_object(values["runtime"]))
+        except (AttributeError, TypeError, ValueError):
+            out["runtime_ttl"] = None
+    if "status" in values:
+        status = _json_object(values["status"])
+        try:
+            out["finished_at"] = lifetime.finished_at({"status": status})
+        except (AttributeError, TypeError):
+            out["finished_at"] = None
+        sample = trainer_status_sample({"status": status})
+        out["reported"] = "" if sample is None else sample.time or "-"
+        out["progress"] = None if sample is None else _int(sample.progress_percentage)
+        out["eta"] = None if sample is None else _int(sample.estimated_remaining_seconds)
+        metrics = {} if sample is None else sample.metrics
+        out["metrics"] = json.dumps(metrics, separators=(",", ":"))
+    return out
+
+
+class StoredObject(Mapping[str, Any]):
+    """A stored TrainJob's JSON object with its status, parsed from the stored text when first
+    read, without ``spec.trainer.command``/``args`` (they can be large: a shipped function).
+    A listing hands one per job and most are never read."""
+
+    __slots__ = ("_obj", "_status", "_text")
+
+    def __init__(self, text: str, status: str) -> None:
+        self._text, self._status = text, status
+        self._obj: dict[str, Any] | None = None
+
+    def _object(self) -> dict[str, Any]:
+        if self._obj is None:
+            obj: dict[str, Any] = json.loads(self._text)
+            trainer = (obj.get("spec") or {}).get("trainer")
+            if isinstance(trainer, dict):
+                trainer.pop("command", None)
+                trainer.pop("args", None)
+            if self._status not in ("{}", ""):
+                obj["status"] = json.loads(self._status)
+            self._obj = obj
+        return self._obj
+
+    def __getitem__(self, key: str) -> Any:
+        return self._object()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._object())
+
+    def __len__(self) -> int:
+        return len(self._object())
+
+    def __repr__(self) -> str:
+        return repr(self._object())
+
+
+def listing_summary(
+    runtime_ref: str, num_nodes: int | None, reported: str, progress: int | None,
+    eta: int | None, metrics: str,
+) -> JobSummary:  # fmt: skip
+    """A listing's :class:`JobSummary` from the job's listing columns."""
+    sample = None
+    if reported:
+        try:
+            values = json.loads(metrics)
+        except ValueError:
+            values = {}
+        sample = MetricSample("" if reported == "-" else reported, values, progress, eta)
+    return JobSummary(runtime_ref, num_nodes, sample)

@@ -1,6 +1,9 @@
 """The local job store's schema: its tables (``SCHEMA``), its version and the upgrades from
 older versions (:func:`create_or_upgrade`). Each upgrade only adds what older rows lack, so a
-store written by an older trainjob is read, once upgraded, with nothing lost."""
+store written by an older trainjob is read, once upgraded, with nothing lost.
+
+Versions: 2 added ``pods.ready``; 3 ``jobs.runner`` (how its pods run); 4 the listing's columns
+(:data:`trainjob.local.rows.DERIVED_COLS`), filled in from each job's JSON on upgrade."""
 
 from __future__ import annotations
 
@@ -8,8 +11,22 @@ import sqlite3
 from pathlib import Path
 
 from trainjob.errors import ConfigError
+from trainjob.local import rows
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+_LISTING_DDL = {
+    "runtime_ref": "TEXT NOT NULL DEFAULT ''",
+    "num_nodes": "INTEGER",
+    "job_ttl": "INTEGER",
+    "runtime_ttl": "INTEGER",
+    "finished_at": "REAL",
+    "reported": "TEXT NOT NULL DEFAULT ''",
+    "progress": "INTEGER",
+    "eta": "INTEGER",
+    "metrics": "TEXT NOT NULL DEFAULT '{}'",
+}
+"""The listing's columns of ``jobs`` (schema 4), in :data:`rows.DERIVED_COLS`' order."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,6 +52,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   supervisor_pid INTEGER,
   supervisor_start TEXT,
   runner TEXT NOT NULL DEFAULT '',
+  {listing_columns},
   PRIMARY KEY (namespace, name)
 );
 CREATE TABLE IF NOT EXISTS pods (
@@ -87,7 +105,7 @@ CREATE TABLE IF NOT EXISTS runtimes (
   body TEXT NOT NULL,
   PRIMARY KEY (kind, namespace, name)
 );
-"""
+""".replace("{listing_columns}", ",\n  ".join(f"{c} {d}" for c, d in _LISTING_DDL.items()))
 
 
 def newer_error(path: Path, version: object) -> ConfigError:
@@ -117,7 +135,21 @@ def create_or_upgrade(db: sqlite3.Connection, path: Path) -> None:
         job_cols = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
         if int(row[0]) < 3 and "runner" not in job_cols:
             db.execute("ALTER TABLE jobs ADD COLUMN runner TEXT NOT NULL DEFAULT ''")
+        if int(row[0]) < 4:
+            _add_listing_columns(db, job_cols)
         db.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(SCHEMA_VERSION),),
         )
+
+
+def _add_listing_columns(db: sqlite3.Connection, job_cols: set[str]) -> None:
+    """Schema 4: the listing's columns, each job's filled in from its JSON (one pass)."""
+    for col, ddl in _LISTING_DDL.items():
+        if col not in job_cols:
+            db.execute(f"ALTER TABLE jobs ADD COLUMN {col} {ddl}")
+    found = db.execute("SELECT rowid, trainjob, runtime, status FROM jobs").fetchall()
+    for rowid, trainjob, runtime, status in found:
+        values = rows.derived({"trainjob": trainjob, "runtime": runtime, "status": status})
+        sets = ", ".join(f"{k} = ?" for k in values)
+        db.execute(f"UPDATE jobs SET {sets} WHERE rowid = ?", [*values.values(), rowid])

@@ -37,13 +37,14 @@ from trainjob.local import files, schema
 from trainjob.local.rows import (
     EVENT_COLS,
     JOB_COLS,
+    LISTING_COLS,
     POD_COLS,
     REPORT_COLS,
-    SUMMARY_COLS,
     EventRow,
     JobRow,
     PodRow,
     ReportRow,
+    derived,
     pod_row,
 )
 from trainjob.local.schema import SCHEMA_VERSION
@@ -239,13 +240,14 @@ class Store:
 
     def insert_job(self, row: JobRow) -> None:
         """Add a job; AlreadyExistsError when one of that namespace/name exists."""
-        cols = ", ".join(JOB_COLS)
-        marks = ", ".join("?" for _ in JOB_COLS)
+        values = {c: getattr(row, c) for c in JOB_COLS}
+        values.update(derived(values))
+        marks = ", ".join("?" for _ in values)
         try:
             with self._tx() as db:
                 db.execute(
-                    f"INSERT INTO jobs ({cols}) VALUES ({marks})",
-                    [getattr(row, c) for c in JOB_COLS],
+                    f"INSERT INTO jobs ({', '.join(values)}) VALUES ({marks})",
+                    list(values.values()),
                 )
         except sqlite3.IntegrityError:
             raise AlreadyExistsError(
@@ -286,6 +288,7 @@ class Store:
         bad = set(values) - set(JOB_COLS)
         if bad:
             raise ValueError(f"unknown job columns: {sorted(bad)}")
+        values.update(derived(values))
         sets = ", ".join(f"{k} = ?" for k in values)
         sql = f"UPDATE jobs SET {sets} WHERE namespace = ? AND name = ? AND uid = ?"
         args: list[Any] = [*values.values(), namespace, name, uid]
@@ -312,6 +315,7 @@ class Store:
         Nothing is written (and False returned) when the job is gone, was re-created, or was
         marked finished by someone else (a client that found the supervisor dead).
         """
+        values.update(derived(values))
         sets = ", ".join(f"{k} = ?" for k in values)
         pod_cols = ", ".join(POD_COLS)
         ev_cols = ", ".join(EVENT_COLS)
@@ -376,17 +380,15 @@ class Store:
             args = (namespace,)
         return [pod_row(r) for r in self._read(sql + " ORDER BY rowid", args)]
 
-    def job_summaries(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
-        """For listings: ``SUMMARY_COLS`` of every job, oldest first, without the big JSON
-        columns; ``trainjob`` is the TrainJob without ``spec.trainer.command``/``args`` (None
-        when the stored one is not JSON: a damaged row, which the executor reports), then the
-        runtime's ``spec.runPolicy.ttlSecondsAfterFinished`` (None when it has none)."""
-        sql = (
-            f"SELECT {', '.join(SUMMARY_COLS[:-1])}, CASE WHEN json_valid(trainjob) THEN "
-            "json_remove(trainjob, '$.spec.trainer.command', '$.spec.trainer.args') END, "
-            "CASE WHEN json_valid(runtime) THEN "
-            "json_extract(runtime, '$.spec.runPolicy.ttlSecondsAfterFinished') END FROM jobs"
+    def listing(self, namespace: str | None = None) -> list[tuple[Any, ...]]:
+        """For listings: ``LISTING_COLS`` of every job, oldest first, then whether its
+        TrainJob and status are whole JSON objects (0: a damaged row, which the executor
+        reports). No JSON is parsed but that check: the listing's columns are kept on write."""
+        whole = " AND ".join(
+            f"CASE WHEN json_valid({c}) THEN json_type({c}) = 'object' ELSE 0 END"
+            for c in ("trainjob", "coalesce(nullif(status, ''), '{}')")
         )
+        sql = f"SELECT {', '.join(LISTING_COLS)}, {whole} FROM jobs"
         args: tuple[str, ...] = ()
         if namespace is not None:
             sql += " WHERE namespace = ?"

@@ -195,4 +195,90 @@ def test_a_store_from_schema_version_2_gets_the_runner_column_and_its_jobs_run_a
     assert store.update_job("default", "old", "u0", runner='{"container": {}}')
     assert store.job("default", "old").runner == '{"container": {}}'  # type: ignore[union-attr]
     got = sqlite3.connect(tmp_path / "db").execute("SELECT value FROM meta").fetchone()
-    assert got == ("3",)
+    assert got == (str(SCHEMA_VERSION),)
+
+
+def _finished_row(name: str, uid: str, ttl: int | None = None) -> JobRow:
+    """A Complete 3-node job with a progress report, whose runtime's runPolicy has ``ttl``."""
+    row = _row(name, uid, "Complete", ts=time.time())
+    tj = json.loads(row.trainjob)
+    tj["spec"]["trainer"]["numNodes"] = 3
+    status = {
+        "conditions": [
+            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"}
+        ],
+        "trainerStatus": {
+            "lastUpdatedTime": "2026-01-01T00:00:59Z",
+            "progressPercentage": 100,
+            "estimatedRemainingSeconds": 0,
+            "metrics": [{"name": "loss", "value": "0.25"}, {"name": "lr", "value": "1e-4"}],
+        },
+    }
+    runtime = {"spec": {"runPolicy": {"ttlSecondsAfterFinished": ttl}}} if ttl else {}
+    return replace(
+        row, trainjob=json.dumps(tj), status=json.dumps(status), runtime=json.dumps(runtime)
+    )
+
+
+def test_the_listing_columns_follow_every_write_of_the_trainjob_and_its_status(
+    tmp_path: Path,
+) -> None:
+    """A listing reads the runtime's name, nodes, TTLs, finish time and latest report from
+    columns kept on insert, update and the supervisor's write: each write of the JSON keeps
+    them in step, so the listing parses no TrainJob (``LocalExecutor.states``)."""
+    store = Store(tmp_path / "db")
+    store.insert_job(_finished_row("a", "u1", ttl=600))
+    (r,) = store.listing()
+    cols = dict(
+        zip(
+            ("runtime_ref", "num_nodes", "job_ttl", "runtime_ttl", "finished_at"),
+            r[10:15],
+            strict=True,
+        )
+    )
+    assert cols == {
+        "runtime_ref": "plain",
+        "num_nodes": 3,
+        "job_ttl": None,
+        "runtime_ttl": 600,
+        "finished_at": 1767225660.0,
+    }
+    assert r[15:19] == ("2026-01-01T00:00:59Z", 100, 0, '{"loss":"0.25","lr":"1e-4"}')
+    assert r[-1] == 1  # whole JSON
+    tj = json.loads(r[19])
+    tj["spec"]["ttlSecondsAfterFinished"] = 5
+    tj["spec"]["trainer"]["numNodes"] = 1
+    assert store.update_job("default", "a", "u1", trainjob=json.dumps(tj))
+    assert store.listing()[0][11:13] == (1, 5)
+    assert store.update_job("default", "a", "u1", status="{}")
+    assert store.listing()[0][14:19] == (None, "", None, None, "{}")
+    store.insert_job(_row("b", "u2", "Running", ts=time.time() + 1))
+    report = {"trainerStatus": {"lastUpdatedTime": "t", "progressPercentage": 40, "metrics": []}}
+    assert store.write_status("default", "b", "u2", pods=[], events=[], status=json.dumps(report))
+    assert store.listing()[1][15:19] == ("t", 40, None, "{}")
+
+
+def test_a_store_from_schema_version_3_gets_the_listing_columns_from_its_jobs_json(
+    tmp_path: Path,
+) -> None:
+    """Jobs stored before the listing's columns (schema 3) are listed as before, the columns
+    filled in from each job's JSON once, on upgrade."""
+    from trainjob.local import rows
+
+    store = Store(tmp_path / "trainjob.db")
+    store.insert_job(_finished_row("old", "u0", ttl=None))
+    store.close()
+    db = sqlite3.connect(tmp_path / "trainjob.db")
+    for col in rows.DERIVED_COLS:
+        db.execute(f"ALTER TABLE jobs DROP COLUMN {col}")
+    db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    (s,) = LocalExecutor(tmp_path).states(pods=False)
+    assert (s.name, s.runtime_name, s.num_nodes) == ("old", "plain", 3)
+    assert s.progress is not None and s.progress.loss == "0.25"
+    assert s.progress.progress_percentage == 100 and dict(s.progress.metrics)["lr"] == "1e-4"
+    assert s.trainjob["spec"]["trainer"]["numNodes"] == 3  # the whole object, read on use
+    assert "command" not in s.trainjob["spec"]["trainer"]
+    got = sqlite3.connect(tmp_path / "trainjob.db").execute("SELECT value FROM meta").fetchone()
+    assert got == (str(SCHEMA_VERSION),) == ("4",)
