@@ -8,7 +8,8 @@ thousands of TrainJobs pays for, and most of an object is not read:
 * every object loses ``metadata.managedFields`` (server-side apply's bookkeeping, often as large
   as the spec: nothing here reads it);
 * a JobSet is kept only when a TrainJob controls it, and then only its identity, owners,
-  ``spec.suspend`` and ``status`` (reconcile reads nothing else; its pod templates, the bulk of it,
+  ``spec.suspend``, each replicated job's name, replicas and ancestor label (the phase
+  condition's reading) and ``status`` (reconcile reads nothing else; its pod templates, the bulk of it,
   are the Plan's, which the controller rebuilds when it needs them). JobSets of other owners
   cost nothing.
 
@@ -65,8 +66,25 @@ def jobset_view(obj: Obj) -> Obj | None:
         "metadata": {k: meta[k] for k in JOBSET_METADATA if k in meta},
     }
     spec = obj.get("spec") or {}
+    kept: Obj = {}
     if "suspend" in spec:
-        out["spec"] = {"suspend": spec["suspend"]}
+        kept["suspend"] = spec["suspend"]
+    if spec.get("replicatedJobs"):
+        kept["replicatedJobs"] = [_replicated_job(rj) for rj in spec["replicatedJobs"]]
+    if kept:
+        out["spec"] = kept
     if obj.get("status"):
         out["status"] = obj["status"]
+    return out
+
+
+def _replicated_job(rj: Obj) -> Obj:
+    """A replicated job as the phase condition reads it (``trainjob.api.phases``): its name,
+    replicas and ancestor step label, not its pod template."""
+    out: Obj = {"name": rj.get("name")}
+    if "replicas" in rj:
+        out["replicas"] = rj["replicas"]
+    labels = ((rj.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if c.LABEL_ANCESTOR in labels:
+        out["template"] = {"metadata": {"labels": {c.LABEL_ANCESTOR: labels[c.LABEL_ANCESTOR]}}}
     return out

@@ -14,6 +14,7 @@ from trainjob.kube import resources as r
 from trainjob.kube.watch import WatchEvent
 
 Obj = dict[str, Any]
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 
 
 def jobset(name: str, owner: str | None = "tj", rv: str = "1", **status: Any) -> Obj:
@@ -40,12 +41,24 @@ def jobset(name: str, owner: str | None = "tj", rv: str = "1", **status: Any) ->
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": meta,
-        "spec": {"suspend": False, "replicatedJobs": [{"name": "node", "template": {}}]},
+        "spec": {
+            "suspend": False,
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "replicas": 1,
+                    "template": {
+                        "metadata": {"labels": {ANCESTOR: "trainer", "x": "y"}},
+                        "spec": {"template": {"spec": {"containers": [{"name": "node"}]}}},
+                    },
+                }
+            ],
+        },
         "status": status,
     }
 
 
-def test_a_trainjobs_jobset_keeps_identity_owners_suspend_and_status() -> None:
+def test_a_trainjobs_jobset_keeps_identity_owners_suspend_its_jobs_and_status() -> None:
     got = cache.jobset_view(jobset("a", restarts=2))
     assert got == {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -57,7 +70,16 @@ def test_a_trainjobs_jobset_keeps_identity_owners_suspend_and_status() -> None:
             "resourceVersion": "1",
             "ownerReferences": jobset("a")["metadata"]["ownerReferences"],
         },
-        "spec": {"suspend": False},
+        "spec": {
+            "suspend": False,
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "replicas": 1,
+                    "template": {"metadata": {"labels": {ANCESTOR: "trainer"}}},
+                }
+            ],
+        },
         "status": {"restarts": 2},
     }
 
@@ -115,7 +137,8 @@ def test_the_informer_caches_what_the_transform_keeps_and_forgets_what_it_drops(
     try:
         assert client.watched.wait(5)
         assert [o["metadata"]["name"] for o in inf.list()] == ["c"]
-        assert "replicatedJobs" not in (inf.get("ns/c") or {})["spec"]
+        (kept,) = (inf.get("ns/c") or {})["spec"]["replicatedJobs"]
+        assert "spec" not in kept["template"], "no pod template cached"
         assert seen == [("ADDED", "a"), ("ADDED", "c"), ("DELETED", "a")]
         inf.update_if_newer(jobset("d", rv="20"))
         inf.update_if_newer(jobset("e", owner=None, rv="21"))
