@@ -177,6 +177,9 @@ XGBOOST_ENV_NUM_WORKER = "DMLC_NUM_WORKER"
 # Controller and webhooks (upstream pkg/controller, pkg/runtime/core, pkg/webhooks)
 # The Events' reportingController: upstream's recorder name (pkg/controller/setup.go).
 CONTROLLER_NAME = "trainer-trainjob-controller"
+# The webhook configurations the manifests install (the controller keeps their CA bundle).
+MUTATING_WEBHOOK_CONFIGURATION = "trainjob-mutating-webhook-configuration"
+VALIDATING_WEBHOOK_CONFIGURATION = "trainjob-validating-webhook-configuration"
 RUNTIME_SNAPSHOT_SUFFIX = "-runtime-snapshot"
 RUNTIME_SNAPSHOT_KEY = "runtime"
 EVENT_RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"

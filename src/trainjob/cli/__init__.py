@@ -19,7 +19,10 @@ import typer
 
 from trainjob import __version__, text
 from trainjob.api import constants as c
+from trainjob.cli import coercion
 from trainjob.errors import ErrorList, InvalidError, TrainJobError
+
+coercion.install()  # option values without pydantic: most of the start-up (cli/coercion.py)
 
 HELP_STYLE = None
 """typer's ``rich_markup_mode`` for every command: None is click's plain help, as kubectl's is

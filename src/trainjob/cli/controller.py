@@ -26,12 +26,8 @@ from typing import Annotated
 
 import typer
 
+from trainjob.api import constants as c
 from trainjob.cli import app
-from trainjob.controller import statusserver
-from trainjob.controller.manager import Manager, Options, default_leader_election_namespace
-from trainjob.controller.webhooks import serving
-from trainjob.kube.client import Client
-from trainjob.kube.errors import ApiError
 
 
 class CertManagement(StrEnum):
@@ -86,8 +82,12 @@ def controller(
     webhook_service: Annotated[str, typer.Option(help="Service in front of the webhooks")] = (
         "trainjob-controller"
     ),
-    mutating_webhook_configuration: Annotated[str, typer.Option()] = serving.MUTATING,
-    validating_webhook_configuration: Annotated[str, typer.Option()] = serving.VALIDATING,
+    mutating_webhook_configuration: Annotated[str, typer.Option()] = (
+        c.MUTATING_WEBHOOK_CONFIGURATION
+    ),
+    validating_webhook_configuration: Annotated[str, typer.Option()] = (
+        c.VALIDATING_WEBHOOK_CONFIGURATION
+    ),
     status_server: Annotated[
         bool,
         typer.Option(help="serve the TrainJob status endpoint trainers report progress to"),
@@ -108,6 +108,13 @@ def controller(
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING, ERROR")] = "INFO",
 ) -> None:
     """Run the TrainJob controller and its admission webhooks."""
+    # the controller, the kube client and the API models load when it runs, not for --help
+    from trainjob.controller import statusserver
+    from trainjob.controller.manager import Manager, Options, default_leader_election_namespace
+    from trainjob.controller.webhooks import serving
+    from trainjob.kube.client import Client
+    from trainjob.kube.errors import ApiError
+
     if leader_elect and not lease_duration > renew_deadline > retry_period > 0:
         print(
             f"error: leader election needs --lease-duration ({lease_duration:g}) > "

@@ -10,11 +10,11 @@ executor` only, so every backend prints the same.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from trainjob.api import constants as c
-from trainjob.api.load import parse
-from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.cli import HELP_STYLE, app
 from trainjob.cli.get import TypeSlashName, progress_cells
 from trainjob.cli.output import (
@@ -32,6 +32,9 @@ from trainjob.executor.base import Executor
 from trainjob.executor.model import JobState
 from trainjob.executor.steps import step_name
 
+if TYPE_CHECKING:  # the models (pydantic) load when a job or a runtime is described
+    from trainjob.api.trainer import Runtime, TrainJob
+
 describe_app = typer.Typer(
     help="Show details of a job or a runtime.",
     no_args_is_help=True,
@@ -42,6 +45,9 @@ app.add_typer(describe_app, name="describe")
 
 
 def _trainjob(s: JobState) -> TrainJob:
+    from trainjob.api.load import parse
+    from trainjob.api.trainer import TrainJob
+
     tj = parse(dict(s.trainjob))
     if not isinstance(tj, TrainJob):  # pragma: no cover - executors hold TrainJobs
         raise TrainJobError(f"expected a TrainJob, got {s.trainjob.get('kind')}")

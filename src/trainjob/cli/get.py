@@ -14,14 +14,13 @@ executor` only, so every backend prints the same.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from trainjob.api import constants as c
 from trainjob.api import phases as tphases
-from trainjob.api.trainer import Runtime
 from trainjob.cli import HELP_STYLE, app
 from trainjob.cli.output import (
     RESOURCE,
@@ -31,17 +30,20 @@ from trainjob.cli.output import (
     age,
     duration,
     echo,
-    err,
     executor,
     namespace_of,
+    note,
     output_format,
     print_table,
     printed_as_objects,
 )
 from trainjob.core import times
 from trainjob.errors import NotFoundError, TrainJobError
-from trainjob.executor.base import Executor
-from trainjob.executor.model import JobState
+
+if TYPE_CHECKING:  # the API models (pydantic) and the executors load when a command uses them
+    from trainjob.api.trainer import Runtime
+    from trainjob.executor.base import Executor
+    from trainjob.executor.model import JobState
 
 KINDS = {
     "jobs": ("job", "jobs", "trainjob", "trainjobs", "tj"),
@@ -247,7 +249,7 @@ def get_jobs(
         return
     if not states and not watch_:
         where = "any namespace" if ns is None else f"{ns} namespace"
-        err.print(f"No resources found in {where}.")
+        note(f"No resources found in {where}.")
         return
     table = Columns(*job_headers(ns is None, fmt.wide))
     for s in states:

@@ -20,7 +20,6 @@ from typing import Annotated
 import typer
 
 from trainjob.cli import app
-from trainjob.cli import plan as planning
 from trainjob.cli.output import (
     RESOURCE,
     Namespace,
@@ -162,7 +161,9 @@ def _selected(
             "is -l)"
         )
     if files:
-        found = planning.read_inputs(files, given)
+        from trainjob.cli.inputs import read_inputs
+
+        found = read_inputs(files, given)
         if found.errors:
             raise ErrorList(list(found.errors))
         return [

@@ -17,23 +17,49 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.console import Console
 
 from trainjob import text
 from trainjob.api import constants as c
-from trainjob.api import goyaml
-from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.cli import TARGET, Backend
 from trainjob.core import times
 from trainjob.errors import TrainJobError
-from trainjob.executor.base import Executor
+
+if TYPE_CHECKING:  # the API models (pydantic) and rich load when a command uses them
+    from rich.console import Console
+
+    from trainjob.api.trainer import Runtime, TrainJob
+    from trainjob.executor.base import Executor
 
 RESOURCE = f"trainjob.{c.GROUP}"
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _LazyConsole:
+    """A rich Console made on first use: ``get jobs`` and ``version`` print plain lines and never
+    pay for importing rich (a spinner, ``run --wait``'s, does)."""
+
+    def __init__(self, **settings: Any) -> None:
+        self._settings = settings
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._settings)
+        return getattr(self._console, name)
+
+
+out = cast("Console", _LazyConsole(highlight=False, soft_wrap=True))
+err = cast("Console", _LazyConsole(stderr=True, highlight=False, soft_wrap=True))
+
+
+def note(line: str) -> None:
+    """A line for the user on stderr, verbatim (no markup): ``No resources found ...``."""
+    sys.stderr.write(line + "\n")
+
 
 Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="The namespace.")]
 
@@ -204,7 +230,7 @@ def printed_as_objects(
     fmt = output if isinstance(output, Format) else Format(output)
     if fmt.kind is Output.name:
         for obj in objs:
-            out.print(resource(obj))
+            sys.stdout.write(resource(obj) + "\n")
         return True
     if not fmt.objects:
         return False
@@ -218,6 +244,8 @@ def printed_as_objects(
     elif fmt.kind is Output.json:
         sys.stdout.write(json.dumps(body, indent=2) + "\n")
     else:
+        from trainjob.api import goyaml
+
         sys.stdout.write(goyaml.dump_all([body]))
     return True
 
@@ -240,7 +268,7 @@ def print_section(title: str, headers: tuple[str, ...], rows: list[list[str]]) -
     if not rows:
         field(title, "<none>")
         return
-    out.print(f"{title}:")
+    sys.stdout.write(f"{title}:\n")
     table = Columns(*headers, indent="  ")
     table.add_row(*("-" * len(h) for h in headers))
     for row in rows:

@@ -17,14 +17,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from trainjob.api import constants as c
-from trainjob.api.trainer import TrainJob
 from trainjob.cli import app
-from trainjob.cli import plan as planning
 from trainjob.cli.output import (
     RESOURCE,
     age,
@@ -46,18 +44,24 @@ from trainjob.executor.base import Executor
 from trainjob.executor.model import JobState
 from trainjob.executor.steps import default_step, step_name
 
+if TYPE_CHECKING:  # the models (pydantic) load when a file is read
+    from trainjob.api.trainer import TrainJob
+    from trainjob.cli.inputs import Inputs
+
 # -- run ----------------------------------------------------------------------------------------
 
 
-def load_inputs(ex: Executor, paths: list[str], namespace: str | None) -> planning.Inputs:
+def load_inputs(ex: Executor, paths: list[str], namespace: str | None) -> Inputs:
     """The TrainJobs and runtimes of ``paths`` (and each TrainJob's directory: where its relative
     paths point, the file's directory as docker compose resolves a compose file's; stdin's is the
     working directory), read as ``trainjob plan`` reads them, each TrainJob checked against its
     runtime before any is submitted: every problem at once, with the lines ``plan`` prints (an
     ErrorList), so a file of two jobs, one invalid, runs neither."""
-    found = planning.read_inputs(paths, namespace)
+    from trainjob.cli import inputs
+
+    found = inputs.read_inputs(paths, namespace)
     problems = list(found.errors)
-    for tj, where in planning.usable(found):
+    for tj, where in inputs.usable(found):
         try:
             ex.check(tj, found.runtimes, cwd=where)  # a local job's commands run there
         except TrainJobError as e:

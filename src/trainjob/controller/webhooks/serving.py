@@ -46,8 +46,8 @@ Obj = dict[str, Any]
 DEV_NAMESPACE_OPT_OUT = "trainjob.dev/webhooks"
 DEV_MUTATING = "trainjob-dev-mutating-webhook-configuration"
 DEV_VALIDATING = "trainjob-dev-validating-webhook-configuration"
-MUTATING = "trainjob-mutating-webhook-configuration"
-VALIDATING = "trainjob-validating-webhook-configuration"
+MUTATING = c.MUTATING_WEBHOOK_CONFIGURATION
+VALIDATING = c.VALIDATING_WEBHOOK_CONFIGURATION
 RENEW_BEFORE_SECONDS = 30 * 24 * 3600
 RECHECK_SECONDS = 60.0
 

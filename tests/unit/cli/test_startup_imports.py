@@ -1,0 +1,75 @@
+"""What a command loads before it answers: the start-up of ``trainjob version``, ``get jobs`` and
+``--help`` is mostly imports, so the heavy ones are pinned out of them (benchmarks/cli_startup.py
+measures the time). Each probe runs the real CLI in a fresh interpreter, then lists the modules
+it holds; an eager import re-added anywhere on a command's path (``import pydantic`` at the top of
+``cli/output.py``, the API models in ``cli/get.py``, the compiler in the local executor, typer
+building a pydantic adapter for ``--namespace``) makes one of these fail, naming what came in."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = """
+import json, sys
+from trainjob.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+HEAVY = {
+    "pydantic": "the API models' library (typer's adapters too: cli/coercion.py)",
+    "pydantic_core": "pydantic's core",
+    "trainjob.api.trainer": "the TrainJob and runtime models",
+    "trainjob.api.jobset": "the JobSet models",
+    "trainjob.runtime.compiler": "the compiler",
+    "trainjob.catalog": "the built-in runtimes",
+    "yaml": "PyYAML",
+    "rich": "rich (plain lines need none)",
+    "httpx": "an HTTP client",
+    "trainjob.kube.client": "the Kubernetes client",
+    "trainjob.controller.manager": "the controller",
+    "trainjob.cluster.executor": "the cluster's executor",
+    "trainjob.local.supervisor": "the local supervisor",
+}
+"""Modules none of the probed commands may load, and what each is."""
+
+
+def loaded(home: Path, *argv: str) -> set[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env["TRAINJOB_HOME"] = str(home)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["code"] in (0, None), out.stderr
+    return set(got["modules"])
+
+
+def heavy_in(modules: set[str]) -> dict[str, str]:
+    return {m: why for m, why in HEAVY.items() if m in modules}
+
+
+def test_version_loads_nothing_heavy(tmp_path: Path) -> None:
+    assert heavy_in(loaded(tmp_path, "version")) == {}
+
+
+def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
+    assert heavy_in(loaded(tmp_path, "--help")) == {}
+
+
+def test_a_command_that_needs_the_models_still_gets_them(tmp_path: Path) -> None:
+    """The probe can see a heavy import: describe runtime builds the models."""
+    modules = loaded(tmp_path, "describe", "runtime", "torch-distributed")
+    assert "pydantic" in modules and "trainjob.api.trainer" in modules
