@@ -1,17 +1,19 @@
 """How long the ``trainjob`` command takes to start and answer, beside ``python -c pass``.
 
 Each command runs as a user runs it (the ``trainjob`` console script of this venv, a process of
-its own, output to a pipe), alternated with the reference ``python -c pass`` of the same
-interpreter pair by pair, so the ratio holds on a machine whose speed drifts: the reference is
-measured in the same run. ``get jobs`` reads a local store seeded with 10 finished 2-node jobs
-(``benchmarks/sdk.py``'s seeding: real TrainJobs and Plans, no process started).
+its own, output to a pipe). Every round runs each command once, each right after a run of the
+reference ``python -c pass`` of the same interpreter, so the ratios hold on a machine whose speed
+drifts: the reference is measured in the same run, pair by pair. ``get jobs`` reads an empty home
+and a local store seeded with 20 finished 2-node jobs (``benchmarks/sdk.py``'s seeding: real
+TrainJobs and Plans, no process started).
 
-    .venv/bin/python benchmarks/cli_startup.py [--repeat 15] [--jobs 10]
+    .venv/bin/python benchmarks/cli_startup.py [--repeat 15] [--jobs 20]
 
-Target: ``trainjob get jobs`` under 150 ms on the local backend (the median), which is about 3-5x
-``python -c pass`` on the dev machine. Prints, per command: median, min and max wall ms, and the
-median of the pairwise ratios to ``python -c pass``, and the median CPU ms (user + system) with
-its ratio to the reference's: the steadier number on a shared machine.
+Target: ``trainjob get jobs`` under 150 ms on the local backend (the median wall time), which is
+about 3-7x ``python -c pass`` (22-47 ms where the issue was measured). Prints, per command: the
+median, p95 and min wall ms, the median of the pairwise ratios to ``python -c pass``, and the
+median CPU ms (user + system) with its ratio to the reference's: the steadier number on a shared
+machine, where wall time is partly waiting for a core.
 """
 
 from __future__ import annotations
@@ -61,63 +63,77 @@ CPU_MS: list[float] = []
 machine (on 2 cores shared by many, wall time is mostly waiting for a core)."""
 
 
+def p95(values: list[float]) -> float:
+    """The 95th percentile (nearest rank): the slow end a user meets now and then."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--jobs", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=20)
     args = parser.parse_args()
 
+    empty = Path(tempfile.mkdtemp(prefix="trainjob-bench-cli-empty-"))
     home = Path(tempfile.mkdtemp(prefix="trainjob-bench-cli-"))
     bench_sdk = _load_seed()
     from trainjob import LocalBackendConfig, TrainerClient
 
     bench_sdk.seed(TrainerClient(LocalBackendConfig(home=home)), args.jobs)
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
-    env["TRAINJOB_HOME"] = str(home)
+    base = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env = {**base, "TRAINJOB_HOME": str(home)}
+    env_empty = {**base, "TRAINJOB_HOME": str(empty)}
     trainjob = str(BIN / "trainjob")
     reference = [sys.executable, "-c", "pass"]
-    commands = {
-        "trainjob version": [trainjob, "version"],
-        f"trainjob get jobs ({args.jobs} jobs)": [trainjob, "get", "jobs"],
-        "trainjob get runtimes": [trainjob, "get", "runtimes"],
-        "trainjob --help": [trainjob, "--help"],
+    get_label = f"trainjob get jobs ({args.jobs} jobs)"
+    commands: dict[str, tuple[list[str], dict[str, str]]] = {
+        "trainjob version": ([trainjob, "version"], env),
+        "trainjob get jobs (empty home)": ([trainjob, "get", "jobs"], env_empty),
+        get_label: ([trainjob, "get", "jobs"], env),
+        "trainjob get runtimes": ([trainjob, "get", "runtimes"], env),
+        "trainjob --help": ([trainjob, "--help"], env),
     }
-    for argv in [reference, *commands.values()]:  # warm the page cache and bytecode
-        once(argv, env)
-    print(f"trainjob CLI start-up, {args.repeat} runs each, alternated with `python -c pass`")
+    for argv, e in [(reference, env), *commands.values()]:  # warm the page cache and bytecode
+        once(argv, e)
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    cpus: dict[str, list[float]] = {label: [] for label in commands}
+    ratios: dict[str, list[float]] = {label: [] for label in commands}
+    refs: list[float] = []
+    ref_cpus: list[float] = []
+    for _ in range(args.repeat):  # round-robin: every command in every round, each after a ref
+        for label, (argv, e) in commands.items():
+            ref = once(reference, e)
+            refs.append(ref)
+            ref_cpus.append(CPU_MS[-1])
+            took = once(argv, e)
+            times[label].append(took)
+            cpus[label].append(CPU_MS[-1])
+            ratios[label].append(took / ref)
+    print(f"trainjob CLI start-up, {args.repeat} rounds, each command after a `python -c pass`")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     header = (
-        f"{'command':<34}{'median ms':>10}{'min':>8}{'max':>8}{'x python -c pass':>18}"
+        f"{'command':<34}{'median ms':>10}{'p95':>7}{'min':>7}{'x python -c pass':>18}"
         f"{'cpu ms':>8}{'x':>7}"
     )
     print(header)
     print("-" * len(header))
-    refs_all: list[float] = []
-    ref_cpus: list[float] = []
-    results = {}
-    for label, argv in commands.items():
-        times, refs, cpus = [], [], []
-        for _ in range(args.repeat):
-            refs.append(once(reference, env))
-            ref_cpus.append(CPU_MS[-1])
-            times.append(once(argv, env))
-            cpus.append(CPU_MS[-1])
-        refs_all += refs
-        ratios = [t / r for t, r in zip(times, refs, strict=True)]
-        results[label] = statistics.median(times)
-        cpu, ref_cpu = statistics.median(cpus), statistics.median(ref_cpus)
+    ref_cpu = statistics.median(ref_cpus)
+    for label in commands:
+        cpu = statistics.median(cpus[label])
         print(
-            f"{label:<34}{statistics.median(times):>10.0f}{min(times):>8.0f}{max(times):>8.0f}"
-            f"{statistics.median(ratios):>17.1f}x{cpu:>8.0f}{cpu / max(ref_cpu, 1.0):>6.1f}x"
+            f"{label:<34}{statistics.median(times[label]):>10.0f}{p95(times[label]):>7.0f}"
+            f"{min(times[label]):>7.0f}{statistics.median(ratios[label]):>17.1f}x"
+            f"{cpu:>8.0f}{cpu / max(ref_cpu, 1.0):>6.1f}x"
         )
     print(
-        f"{'python -c pass (reference)':<34}{statistics.median(refs_all):>10.0f}"
-        f"{min(refs_all):>8.0f}{max(refs_all):>8.0f}{1.0:>17.1f}x"
-        f"{statistics.median(ref_cpus):>8.0f}{1.0:>6.1f}x"
+        f"{'python -c pass (reference)':<34}{statistics.median(refs):>10.0f}{p95(refs):>7.0f}"
+        f"{min(refs):>7.0f}{1.0:>17.1f}x{ref_cpu:>8.0f}{1.0:>6.1f}x"
     )
-    get = results[f"trainjob get jobs ({args.jobs} jobs)"]
-    verdict = "meets" if get < TARGET_MS else "misses"
-    print(f"target: trainjob get jobs < {TARGET_MS:.0f} ms: {verdict} ({get:.0f} ms)")
+    for label in ("trainjob get jobs (empty home)", get_label):
+        got = statistics.median(times[label])
+        verdict = "meets" if got < TARGET_MS else "misses"
+        print(f"target: {label} < {TARGET_MS:.0f} ms: {verdict} ({got:.0f} ms)")
     return 0
 
 
