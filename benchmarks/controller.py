@@ -301,6 +301,10 @@ def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespac
     ]  # fmt: skip
     if not args.no_webhooks:
         cmd += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
+    if args.no_status_server:
+        cmd += ["--no-status-server"]
+    else:  # on by default, as in a cluster; any free port (several benchmarks may run at once)
+        cmd += ["--status-server-host", "127.0.0.1", "--status-server-port", "0"]
     if args.profile:
         spy = shutil.which("py-spy")
         if spy is None:
@@ -469,6 +473,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=32, help="client threads creating objects")
     ap.add_argument("--kubeconfig", help="use this cluster instead of a private hack/testenv")
     ap.add_argument("--no-webhooks", action="store_true")
+    ap.add_argument(
+        "--no-status-server",
+        action="store_true",
+        help="trainjob controller --no-status-server (upstream's TrainJobStatus gate is off)",
+    )
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--profile", help="write py-spy samples of trainjob's controller here")
     args = ap.parse_args()
@@ -512,7 +521,9 @@ def main() -> None:
         runs.append(run_trainjob(kube, kubeconfig, names["trainjob"], args))
         report(args, ref, runs)
     finally:
-        if state is None:  # someone else's cluster: leave nothing behind
+        if state is None:  # someone else's cluster: leave nothing behind (no namespace
+            # controller may run there to empty the namespaces)
+            purge(kube, *names.values(), *(n + "-warm" for n in names.values()))
             for n in names.values():
                 for suffix in ("", "-warm"):
                     kube.delete(r.NAMESPACES, n + suffix, ignore_not_found=True)

@@ -35,6 +35,7 @@ Deliberate differences from upstream:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,16 +201,22 @@ def validate(
     except InvalidError as e:
         errors.extend(e.errors)
         info = None
-    fwk = framework()
-    if priority_class_error is not None:
-        fwk = Framework.new(
-            [
-                volcano.Volcano(priority_class_error) if name == volcano.NAME else factory()
-                for name, factory in REGISTRY.items()
-            ]
-        )
+    fwk = framework() if priority_class_error is None else _framework_with(priority_class_error)
     errors.extend(fwk.validate(info, old, trainjob))
     return errors
+
+
+@functools.lru_cache(maxsize=8)
+def _framework_with(priority_class_error: volcano.PriorityClassLookup) -> Framework:
+    """The plugins with Volcano's PriorityClass lookup, built once per lookup (the webhook's bound
+    method: equal on every request): filing plugins by their runtime-checkable protocols costs
+    ~10 ms, five times what validating a TrainJob does."""
+    return Framework.new(
+        [
+            volcano.Volcano(priority_class_error) if name == volcano.NAME else factory()
+            for name, factory in REGISTRY.items()
+        ]
+    )
 
 
 def compile(trainjob: TrainJob, runtime: Runtime, options: CompileOptions | None = None) -> Plan:
