@@ -2,7 +2,8 @@
 ``trainjob dashboard`` process and real 2-node local jobs:
 
 - the job appears on the Jobs page and its phase changes to Running, then Complete, without a
-  reload (the pages' main frames navigate once);
+  reload (the pages' main frames navigate once); its page's phases over time (the timeline) end
+  with Running while it runs, then with Complete;
 - its log streams: lines show while the job still runs, to the end of the log;
 - a log line that is HTML stays text (no element, no script);
 - delete asks first: cancelling keeps the job, confirming deletes it and the row goes;
@@ -71,6 +72,12 @@ def phase_of(page: Any, key: str) -> str:
     return str(cell.text_content(timeout=2000) or "") if cell.count() else ""
 
 
+def phases_on(page: Any) -> list[str]:
+    """The phases of a job page's timeline bar, in order."""
+    segments = page.locator("#timeline .seg")
+    return [str(segments.nth(i).get_attribute("data-phase")) for i in range(segments.count())]
+
+
 def open_page(browser: Any, url: str, problems: list[str]) -> tuple[Any, list[str]]:
     """A page at ``url``, and the list of its main frame's navigations (a reload adds one)."""
     page = browser.new_page(viewport={"width": 1300, "height": 900})
@@ -105,6 +112,12 @@ def test_a_running_job_in_the_browser(
     until("log lines while running", lambda: "tick 1 " in (log.text_content() or ""), 60)
     assert ex.state("ticks", "default").phase == "Running"  # streamed, not read at the end
     assert page.locator("#steps tr[data-step]").count() == 2
+    # Its phases over time: Running now, the last segment of the bar, after Created.
+    segments = page.locator("#timeline .seg")
+    until("Running on the timeline", lambda: phases_on(page)[-1:] == ["Running"], 30)
+    assert phases_on(page)[0] == "Created"
+    title = segments.last.get_attribute("title", timeout=2000) or ""
+    assert title.endswith(", ongoing (AllTrainerPodsRunning: 2 pod(s))"), title
     until(
         "Complete on the job's page",
         lambda: page.locator("#head [data-phase='Complete']").count() == 1,
@@ -114,6 +127,12 @@ def test_a_running_job_in_the_browser(
     until(
         "the end of the log", lambda: page.locator("#log-state").text_content() == "end of log", 30
     )
+    # ... and Complete at its end, on the same page: Created, (Starting,) Running, Complete.
+    until("Complete on the timeline", lambda: phases_on(page)[-1:] == ["Complete"], 30)
+    seen = phases_on(page)
+    assert seen[0] == "Created" and seen[-2:] == ["Running", "Complete"], seen
+    assert set(seen) <= {"Created", "Starting", "Running", "Complete"}, seen
+    assert page.locator("#phases table.phases tr[data-phase]").count() == len(seen)
     text = log.text_content() or ""
     assert "tick 15 node 0" in text and text.rstrip().endswith("done")
     # A log line of HTML is shown as text: no element made, no script run.

@@ -13,6 +13,7 @@ from typing import Any
 
 from trainjob.api import constants as c
 from trainjob.api.trainer import Runtime
+from trainjob.dashboard import timeline
 from trainjob.executor.model import (
     Event,
     JobState,
@@ -98,8 +99,10 @@ def job_detail(
     log_location: str | None = None,
     outputs: Iterable[Output] = (),
 ) -> dict[str, Any]:
-    """A job's page: its row, conditions, replicated jobs, steps (pods), events, progress."""
+    """A job's page: its row, conditions, its phases over time (:mod:`.timeline`), replicated
+    jobs, steps (pods), events, progress."""
     status = s.trainjob.get("status") or {}
+    events = list(events)
     return {
         **job_row(s),
         "message": s.message,
@@ -123,6 +126,7 @@ def job_detail(
             }
             for j in status.get("jobsStatus") or ()
         ],
+        "timeline": timeline.timeline(s, events),
         "pods": [pod_row(p) for p in s.pods],
         "events": [event_row(e) for e in events],
         "logLocation": log_location,

@@ -1,5 +1,5 @@
 // A job's page: summary, progress and a curve per reported metric (growing as reports come,
-// /api/jobs/NS/NAME/stream), conditions, steps, events, a step's live log, the TrainJob and its
+// /api/jobs/NS/NAME/stream), phases over time, conditions, steps, events, a step's live log, the TrainJob and its
 // Plan as YAML; suspend, resume and delete behind a confirmation.
 "use strict";
 
@@ -115,6 +115,24 @@
     }
   }
 
+  function phases(segments) {
+    // A bar of the job's phases, each as wide as it lasted (the current one grows until the
+    // next update), then the same as a table: phase, from, for how long, why.
+    if (!segments.length) return [h("p", { class: "muted" }, "None yet.")];
+    const total = segments.reduce((a, s) => a + s.seconds, 0) || 1;
+    const bar = h("div", { class: "timeline", id: "timeline" }, segments.map((s, i) =>
+      h("span", {
+        class: "seg phase-" + s.phase.toLowerCase(), "data-phase": s.phase, "data-index": String(i),
+        title: s.phase + " from " + s.start + (s.end ? " to " + s.end : ", ongoing") + " (" + s.reason + ")",
+        style: "flex-grow:" + Math.max(s.seconds / total, 0.02).toFixed(4),
+      }, s.phase)));
+    const rows = segments.map((s) => h("tr", { "data-phase": s.phase },
+      h("td", {}, TJ.phaseBadge(s.phase, s.reason)), h("td", {}, s.start),
+      h("td", { class: "num" }, s.end === null ? TJ.duration(s.seconds) + " so far" : TJ.duration(s.seconds)),
+      h("td", { class: "msg" }, s.reason)));
+    return [bar, TJ.table(["Phase", "From", "For", "Reason"], rows, { class: "phases" })];
+  }
+
   function render(j) {
     job = j;
     document.title = j.name + " · trainjob";
@@ -132,6 +150,7 @@
     TJ.fill(sections.progress, 
       p ? kv([["Progress", TJ.progressBar(p.percent)], ["ETA", TJ.eta(p.eta)], ["Updated", p.updated]]) : h("p", { class: "muted" }, "No progress reported yet."),
       p && Object.keys(p.metrics).length ? TJ.table(["Metric", "Value"], Object.entries(p.metrics).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", { class: "num" }, v))), { class: "metrics" }) : null);
+    TJ.fill(sections.phases, ...phases(j.timeline));
     TJ.fill(sections.conditions, j.conditions.length ? TJ.table(["Type", "Status", "Reason", "Message", "Last transition"],
       j.conditions.map((c) => h("tr", {}, h("td", {}, c.type), h("td", {}, c.status), h("td", {}, c.reason), h("td", { class: "msg" }, c.message), h("td", {}, c.time)))) : h("p", { class: "muted" }, "None."));
     TJ.fill(sections.jobs, j.jobs.length ? TJ.table(["Job", "Ready", "Succeeded", "Failed", "Active", "Suspended"],
@@ -224,6 +243,7 @@
       section("curves", "Metrics", h("p", { class: "muted", id: "curves-empty" }, "No metric reported yet: the curves grow as the job reports (trainjob.update_trainjob_status).")),
       section("steps", "Steps"),
       h("section", { class: "card", id: "section-logs" }, h("h2", {}, "Logs"), logBar, h("pre", { class: "log", id: "log", "data-lines": "0" })),
+      section("phases", "Phases"),
       h("div", { class: "grid" }, section("conditions", "Conditions"), section("jobs", "Jobs")),
       section("events", "Events"),
       h("section", { class: "card", id: "section-yaml" }, h("h2", {}, "YAML"), yamlBar, h("pre", { class: "yaml", id: "yaml" })));
