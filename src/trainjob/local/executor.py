@@ -1,12 +1,15 @@
 """``LocalExecutor``: run TrainJobs on this machine, the API the SDK and the CLI call.
 
 Submitting validates and compiles the TrainJob with the one compiler (field errors before anything
-starts), checks that every command can run here, stores the job in the SQLite store under
-``$TRAINJOB_HOME`` (default ``~/.trainjob``) and starts a detached supervisor process
-(:mod:`trainjob.local.supervisor`) that runs the Plan's JobSet as local processes and writes status,
-events and logs. Every other method reads or changes the store; a supervisor that died is noticed
-here (its pid and start time no longer match a live process) and its job is marked Failed with
-reason ``SupervisorDied`` and its processes stopped, so a job never stays Running forever.
+starts, :mod:`trainjob.local.admission`), checks that every command can run here, stores the job in
+the SQLite store under ``$TRAINJOB_HOME`` (default ``~/.trainjob``) and starts a detached
+supervisor process (:mod:`trainjob.local.launch`, :mod:`trainjob.local.supervisor`) that runs the
+Plan's JobSet as local processes and writes status, events and logs. Every other method reads or
+changes the store (rows as the job model: :mod:`trainjob.local.views`); a supervisor that died is
+noticed here (its pid and start time no longer match a live process) and its job is marked Failed
+with reason ``SupervisorDied`` and its processes stopped (:mod:`trainjob.local.liveness`), so a
+job never stays Running forever. Logs are followed by :mod:`trainjob.local.follow`, jobs deleted by
+:mod:`trainjob.local.deletion`, runtimes kept by :mod:`trainjob.local.runtimes`.
 
 Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob.cli.jobs``.
 """
@@ -14,61 +17,35 @@ Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import json
 import logging
-import os
-import secrets
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from trainjob import catalog
 from trainjob.api import constants as c
-from trainjob.api import validation
-from trainjob.api.base import to_dict
-from trainjob.api.load import parse
-from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
+from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.core import lifetime, times
-from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
+from trainjob.errors import ConfigError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import Event, JobState, MetricSample, PodState
-from trainjob.local import (
-    files,
-    limits,
-    logfiles,
-    mpi,
-    outputs,
-    podrun,
-    pods,
-    procs,
-    ptree,
-    status,
-)
+from trainjob.local import admission, deletion, liveness, logfiles, outputs, pods, status, views
+from trainjob.local import follow as followers
 from trainjob.local import home as homes
-from trainjob.local import runner as runners
+from trainjob.local import runtimes as local_runtimes
+from trainjob.local.home import DEFAULT_NAMESPACE
+from trainjob.local.launch import start_supervisor
 from trainjob.local.rows import StoredObject, listing_summary
-from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
-from trainjob.runtime import CompileOptions, compile, kinds
+from trainjob.local.store import JobRow, Store
 from trainjob.runtime.plan import Plan
 
+__all__ = ["DEFAULT_NAMESPACE", "LocalExecutor"]
+
 log = logging.getLogger(__name__)
-DEFAULT_NAMESPACE = "default"
-_LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
-_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-_CHUNK = 1 << 16  # bytes a follower reads at a time
-_START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
-# Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
-_STARTED: list[subprocess.Popen[bytes]] = []
-
-
-def _reap() -> None:
-    _STARTED[:] = [p for p in _STARTED if p.poll() is None]
+_LIVE = liveness.LIVE
 
 
 class LocalExecutor(Executor):
@@ -92,7 +69,7 @@ class LocalExecutor(Executor):
         self.runner = runner
         self._skipped: set[tuple[str, str, str]] = set()  # damaged rows reported already
         # Pods and event of a job found dead that the store could not record (a full disk).
-        self._unwritten: dict[str, tuple[list[PodRow], EventRow]] = {}
+        self._unwritten: liveness.Unwritten = {}
         self._runtime_ttl: dict[str, int | None] = {}  # uid -> its runtime's runPolicy TTL
 
     @property
@@ -112,7 +89,9 @@ class LocalExecutor(Executor):
         machine runs), ConfigError (a command that cannot run here) and AlreadyExistsError
         before anything starts.
         """
-        tj, runtime_dict, plan, run_dir, first_pods = self._prepare(trainjob, runtimes, cwd)
+        tj, runtime_dict, plan, run_dir, first_pods = admission.prepare(
+            self.home, self.store, self.runner, trainjob, runtimes, cwd
+        )
         meta = tj.metadata
         ns, name, uid = meta.namespace or DEFAULT_NAMESPACE, meta.name or "", meta.uid or ""
         created = times.now()
@@ -142,7 +121,7 @@ class LocalExecutor(Executor):
         self.store.insert_job(row)
         self.store.put_pods(first_pods)
         try:
-            self._start_supervisor(row)
+            start_supervisor(self.home, self.store, row)
         except ConfigError:  # its files cannot be made safely (a link planted in the home)
             self.store.delete_job(ns, name, row.uid)
             raise
@@ -156,111 +135,17 @@ class LocalExecutor(Executor):
     ) -> None:
         """Every check :meth:`submit` makes, without storing or starting anything (so that
         ``trainjob run`` with several TrainJobs refuses them all before submitting any)."""
-        self._prepare(trainjob, runtimes, cwd)
-
-    def _prepare(
-        self, trainjob: TrainJob, runtimes: Sequence[Runtime], cwd: str | None
-    ) -> tuple[TrainJob, dict[str, object], Plan, str, list[PodRow]]:
-        """The TrainJob to store (named, with a uid), its runtime as a dict, its Plan, its working
-        directory and its first pod rows, once it passes every check (:func:`catalog.admit`:
-        the same rules as ``trainjob plan`` and the webhooks; this machine's limits; commands)."""
-        tj = trainjob.model_copy(deep=True)
-        meta = tj.metadata
-        meta.namespace = meta.namespace or DEFAULT_NAMESPACE
-        if not meta.name:
-            if not meta.generate_name:
-                raise InvalidError(
-                    [FieldError.required("metadata.name", "name or generateName is required")],
-                    f"{c.TRAINJOB_KIND}.{c.GROUP}",
-                )
-            meta.name = meta.generate_name + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
-        # Also checks the namespace, which names a directory under $TRAINJOB_HOME ("../.." never
-        # passes).
-        runtime = catalog.admit(tj, [*runtimes, *self._stored_runtimes()])
-        options = CompileOptions()
-        policy = runtime.spec.ml_policy
-        if policy is not None and policy.mpi is not None:
-            from trainjob import keys
-
-            private, public = keys.generate_ssh_key_pair()
-            options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
-        plan = _local_plan(compile(tj, runtime, options))
-        limits.check(plan, tj)
-        run_dir = os.path.abspath(cwd or os.getcwd())
-        runtime_dict = to_dict(runtime)
-        meta.uid = _uid()
-        first_pods = self._preflight(
-            plan, runtime_dict, meta.namespace, meta.name, meta.uid, run_dir
-        )
-        return tj, runtime_dict, plan, run_dir, first_pods
-
-    def _preflight(
-        self, plan: Plan, runtime: dict[str, object], ns: str, name: str, uid: str, cwd: str
-    ) -> list[PodRow]:
-        """Check that every pod that will run can run here (its command exists; on the
-        container backend, its image can be had); its Pending rows."""
-        problems = runners.runner_for(self.runner, (ns, name, uid)).check(
-            plan, runtime, self.home, ns, cwd
-        )
-        if problems:
-            raise ConfigError("; ".join(problems))
-        plan = Plan(tuple(copy.deepcopy(list(plan.objects))))
-        local_mpi = mpi.adapt(plan, runtime) if not self.runner else None
-        templates = pods.pod_templates(plan, uid)
-        rows: list[PodRow] = []
-        for t in templates:
-            skipped = bool(local_mpi and local_mpi.skips(t))
-            rows.append(
-                PodRow(
-                    ns,
-                    name,
-                    uid,
-                    t.job,
-                    t.job_index,
-                    t.index,
-                    t.name,
-                    st.POD_PENDING,
-                    message=mpi.SKIPPED_MESSAGE if skipped else "",
-                )
-            )
-        return rows
-
-    def _start_supervisor(self, row: JobRow) -> None:
-        jdir = homes.job_dir(self.home, row.namespace, row.name)
-        files.remove_tree(self.home, jdir)  # a previous job's files (never through a link)
-        files.private_dirs(self.home, jdir / "logs")
-        argv = [
-            sys.executable, "-m", "trainjob.local.supervisor",
-            "--home", str(self.home), "--namespace", row.namespace,
-            "--name", row.name, "--uid", row.uid,
-        ]  # fmt: skip
-        out = files.open_private(homes.supervisor_log(self.home, row.namespace, row.name))
-        with os.fdopen(out, "ab") as sup_log:
-            proc = subprocess.Popen(
-                argv,
-                cwd=row.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=sup_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
-        _reap()
-        _STARTED.append(proc)
-        token = procs.start_time(proc.pid)
-        self.store.update_job(
-            row.namespace, row.name, row.uid, supervisor_pid=proc.pid, supervisor_start=token
-        )
+        admission.prepare(self.home, self.store, self.runner, trainjob, runtimes, cwd)
 
     def _row(self, name: str, namespace: str) -> JobRow:
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
-        problem = _problem(row)
+        problem = views.problem(row)
         if problem:
             raise ConfigError(self._unreadable(row, problem))
         if row.phase in st.FINISHED and self._expired(
-            namespace, name, row.uid, _object(row.trainjob, row.status)
+            namespace, name, row.uid, views.job_object(row.trainjob, row.status)
         ):
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
         return self._check_alive(row)
@@ -308,121 +193,35 @@ class LocalExecutor(Executor):
             log.warning("warning: skipping %s", self._unreadable(row, problem))
 
     def _check_alive(self, row: JobRow) -> JobRow:
-        """Fail a live-phase job whose supervisor is gone; return the current row."""
-        _reap()
-        if row.phase not in _LIVE:
-            return row
-        if row.supervisor_pid is None:
-            # Submitted, and its supervisor not started yet, or never (the client died between
-            # storing the job and starting it): a supervisor records its pid within a second.
-            if time.time() - row.created_ts < _START_GRACE:
-                return row
-        elif procs.alive(row.supervisor_pid, row.supervisor_start):
-            return row
-        failed = self._fail_dead(row)
-        cur = self.store.job(row.namespace, row.name)
-        if cur is None or (cur.uid == row.uid and cur.phase in _LIVE):
-            return failed  # deleted meanwhile, or the store could not be written
-        return cur
-
-    def _fail_dead(self, row: JobRow) -> JobRow:
-        """Stop a dead supervisor's processes and record the job Failed; the Failed row.
-
-        When the store cannot be written (a full disk) the row is returned unwritten, so that
-        readers still see the job Failed; the next reader records it once there is room.
-        """
-        for p in self.store.pods(row.namespace, row.name):
-            if p.pid and procs.alive(p.pid, p.pid_start):
-                procs.kill_group(p.pid)
-        ptree.end(self._job_processes(row), grace=0)  # every process of the job, any session
-        runners.clean_up(row.runner, row.namespace, row.name, row.uid)
-        ts = times.now()
-        log = homes.supervisor_log(self.home, row.namespace, row.name)
-        if row.supervisor_pid is None:
-            message = (
-                "the local supervisor never started (the client that submitted the job exited "
-                "first); submit it again"
-            )
-        else:
-            message = (
-                f"the local supervisor (pid {row.supervisor_pid}) exited while the job was "
-                f"{row.phase}; its processes were stopped (see {log})"
-            )
-        message += homes.disk_full_note(self.home)
-        job_status = row.status_dict()
-        status.failed(job_status, status.REASON_SUPERVISOR_DIED, message, ts)
-        for counts in job_status.get("jobsStatus") or ():
-            counts.update(active=0, ready=0)  # its processes are stopped
-        pods_now = [
-            p.__class__(
-                **{
-                    **p.__dict__,
-                    "phase": st.POD_FAILED,
-                    "pid": None,
-                    "finished": ts,
-                    "ready": False,
-                }
-            )
-            if p.phase in (st.POD_PENDING, st.POD_RUNNING)
-            else p
-            for p in self.store.pods(row.namespace, row.name)
-        ]
-        event = EventRow(
-            row.namespace, row.name, row.uid, "Warning", status.REASON_SUPERVISOR_DIED,
-            message, ts, "TrainJob", row.name,
-        )  # fmt: skip
-        failed: dict[str, Any] = {
-            "phase": st.FAILED,
-            "reason": status.REASON_SUPERVISOR_DIED,
-            "message": message,
-            "status": json.dumps(job_status),
-            "completed": ts,
-        }
-        try:
-            self.store.write_status(
-                row.namespace, row.name, row.uid, pods=pods_now, events=[event], **failed
-            )
-        except StoreFullError:
-            self._unwritten[row.uid] = (pods_now, event)
-        return dataclasses.replace(row, **failed)
-
-    def _job_processes(self, row: JobRow) -> ptree.Procs:
-        """Every process of ``row``'s job still running: those carrying its mark, and those its
-        supervisor last recorded (one that cleared its environment and left its session)."""
-        found = ptree.owned(f"{row.uid}/")
-        with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to
-            found.update(ptree.recorded(homes.processes_file(self.home, row.namespace, row.name)))
-        return found
-
-    def _trainjob(self, row: JobRow) -> TrainJob:
-        text = row.trainjob
-        if row.status not in ("{}", ""):
-            text = text[: text.rindex("}")] + ', "status": ' + row.status + "}"
-        return TrainJob.model_validate_json(text)
+        """Fail a live-phase job whose supervisor is gone (:mod:`trainjob.local.liveness`);
+        return the current row."""
+        return liveness.check_alive(self.store, self.home, row, self._unwritten)
 
     def exists(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> bool:
         """Whether a TrainJob of that name is stored (running or finished, its TTL not run out)."""
         row = self.store.job(namespace, name)
         if row is None:
             return False
-        if row.phase in st.FINISHED and not _problem(row):
-            return not self._expired(namespace, name, row.uid, _object(row.trainjob, row.status))
+        if row.phase in st.FINISHED and not views.problem(row):
+            return not self._expired(
+                namespace, name, row.uid, views.job_object(row.trainjob, row.status)
+            )
         return True
 
     def get(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """The stored TrainJob with its status (conditions, jobsStatus) as the cluster shows it."""
-        return self._trainjob(self._row(name, namespace))
+        return views.trainjob_of(self._row(name, namespace))
 
     def state(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> JobState:
         """The job's phase (Created|Running|Complete|Failed|Suspended), times, pods and TrainJob."""
         row = self._row(name, namespace)
-        return _state(row, self._pods(row), _object(row.trainjob, row.status))
+        return views.job_state(row, self._pods(row), views.job_object(row.trainjob, row.status))
 
     def _pods(self, row: JobRow) -> tuple[PodState, ...]:
-        rows = self.store.pods(row.namespace, row.name)
+        pod_rows = self.store.pods(row.namespace, row.name)
         if row.uid in self._unwritten and row.phase == st.FAILED:
-            rows = self._unwritten[row.uid][0]
-        return tuple(_pod_state(p) for p in rows if p.uid == row.uid)
+            pod_rows = self._unwritten[row.uid][0]
+        return tuple(views.pod_state(p) for p in pod_rows if p.uid == row.uid)
 
     def states(self, namespace: str | None = None, *, pods: bool = True) -> list[JobState]:
         """Every job's state (of ``namespace``, or all), oldest first, in one or two queries; each
@@ -432,7 +231,7 @@ class LocalExecutor(Executor):
         by_job: dict[tuple[str, str, str], list[PodState]] = {}
         if pods:
             for p in self.store.pods_in(namespace):
-                by_job.setdefault((p.namespace, p.name, p.uid), []).append(_pod_state(p))
+                by_job.setdefault((p.namespace, p.name, p.uid), []).append(views.pod_state(p))
         out = []
         for r in self.store.listing(namespace):
             ns, name, uid, created, phase, reason, message, started, completed, restarts = r[:10]
@@ -442,7 +241,7 @@ class LocalExecutor(Executor):
             if not whole or not isinstance(restarts, int):
                 damaged = self.store.job(ns, name)
                 if damaged is not None:
-                    self._skip(damaged, _problem(damaged) or "its TrainJob is not JSON")
+                    self._skip(damaged, views.problem(damaged) or "its TrainJob is not JSON")
                 continue
             if phase in st.FINISHED:
                 ttl = job_ttl if job_ttl is not None else runtime_ttl
@@ -452,7 +251,7 @@ class LocalExecutor(Executor):
                 row = self.store.job(ns, name)
                 if row is None or row.uid != uid:
                     continue
-                problem = _problem(row)
+                problem = views.problem(row)
                 if problem:
                     self._skip(row, problem)
                     continue
@@ -473,12 +272,12 @@ class LocalExecutor(Executor):
     def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
         """The job's events, oldest first."""
         row = self._row(name, namespace)
-        rows = self.store.events(namespace, name)
+        event_rows = self.store.events(namespace, name)
         if row.uid in self._unwritten and row.phase == st.FAILED:
-            rows.append(self._unwritten[row.uid][1])
+            event_rows.append(self._unwritten[row.uid][1])
         return [
             Event(e.type, e.reason, e.message, e.timestamp, e.involved_kind, e.involved_name)
-            for e in rows
+            for e in event_rows
             if e.uid == row.uid
         ]
 
@@ -542,84 +341,10 @@ class LocalExecutor(Executor):
             follow = False
         start = logfiles.tail_offset(path, tail) if tail is not None else 0
         if follow:
-            return self._follow(row, path, job, index, job_index, start, timestamps)
-        return logfiles.read(path, start, timestamps)
-
-    def _follow(
-        self,
-        row: JobRow,
-        path: Path,
-        job: str,
-        index: int,
-        job_index: int,
-        start: int = 0,
-        timestamps: bool = False,
-    ) -> Iterator[str]:
-        def pod_done() -> bool:
-            cur = self.store.job(row.namespace, row.name)
-            if cur is None or cur.uid != row.uid:
-                return True
-            cur = self._check_alive(cur)
-            for p in self.store.pods(row.namespace, row.name):
-                if (p.job, p.idx, p.job_index) == (job, index, job_index):
-                    if p.phase in (st.POD_SUCCEEDED, st.POD_FAILED):
-                        return True
-                    if p.phase == st.POD_PENDING and cur.phase in st.FINISHED:
-                        return True
-            return cur.phase in st.FINISHED and not any(
-                p.phase == st.POD_RUNNING for p in self.store.pods(row.namespace, row.name)
+            return followers.follow(
+                self.store, self._check_alive, row, path, job, index, job_index, start, timestamps
             )
-
-        while True:  # one pass per attempt of the pod: a restart rotates its log
-            while not path.exists():
-                if pod_done():
-                    return
-                time.sleep(0.05)
-            try:
-                f = path.open("rb")
-            except FileNotFoundError:
-                continue
-            with f:
-                f.seek(start)
-                offset, start = start, 0  # a restarted pod's new log is read whole
-                stamps = logfiles.Times(path) if timestamps else None
-
-                def out(raw: bytes, end: int) -> str:
-                    nonlocal stamps
-                    text = raw.decode(errors="replace")
-                    if stamps is None:
-                        return text
-                    if end > (stamps.offsets[-1] if stamps.offsets else 0):
-                        stamps = logfiles.Times(path)  # newer records since
-                    return f"{stamps.at(end, path)} {text}"
-
-                buf = b""
-                while True:
-                    chunk = f.read(_CHUNK)
-                    if not chunk:
-                        done = pod_done()
-                        if not done and not _replaced(path, f):
-                            time.sleep(0.05)
-                            continue
-                        chunk = f.read(_CHUNK)  # what it wrote before it ended
-                        if not chunk:
-                            if buf:
-                                yield out(buf, offset + len(buf))
-                            if done:
-                                return
-                            break  # the pod restarted: follow its new log
-                    buf += chunk
-                    if b"\n" in chunk:  # only the new bytes can end a line
-                        *lines, buf = buf.split(b"\n")
-                        for line in lines:
-                            offset += len(line) + 1
-                            yield out(line, offset)
-                    # A line with no end (a progress bar redrawn with \r) comes in pieces, as
-                    # logfiles.read gives it: memory stays bounded and nothing is scanned twice.
-                    while len(buf) >= logfiles.LONGEST_LINE:
-                        piece, buf = buf[: logfiles.LONGEST_LINE], buf[logfiles.LONGEST_LINE :]
-                        offset += len(piece)
-                        yield out(piece, offset)
+        return logfiles.read(path, start, timestamps)
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         row = self._row(name, namespace)
@@ -669,197 +394,21 @@ class LocalExecutor(Executor):
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
-        try:
-            self.store.update_job(namespace, name, row.uid, deleting=1)
-            # the supervisor stops its pods (SIGTERM, their grace period, SIGKILL) and exits
-            grace = _longest_grace(row) + 7.0
-        except StoreFullError:
-            grace = 0.0  # it cannot be told: kill it, and free the disk before the store
-        pid, token = row.supervisor_pid, row.supervisor_start
-        if pid and not procs.wait_gone(pid, token, timeout=grace):
-            procs.kill_group(pid)
-            procs.wait_gone(pid, token, timeout=5.0)
-        for p in self.store.pods(namespace, name):
-            if p.pid and procs.alive(p.pid, p.pid_start):
-                procs.kill_group(p.pid)
-        # What the supervisor knew and whatever carries the job's mark (it was killed before it
-        # could stop them).
-        ptree.end(self._job_processes(row), grace=0)
-        runners.clean_up(row.runner, namespace, name, row.uid)
-        try:
-            files.remove_tree(self.home, homes.job_dir(self.home, namespace, name))
-        except files.UnsafePathError as e:  # a link planted on the way: its target is left alone
-            log.warning("warning: the files of %s/%s were not removed: %s", namespace, name, e)
-        except ConfigError:
-            pass  # a row no valid job dir belongs to: no files
-        if purge:
-            with contextlib.suppress(ConfigError):
-                run_dir = homes.run_outputs_dir(self.home, namespace, name, row.created, row.uid)
-                try:
-                    files.remove_tree(self.home, run_dir)
-                except files.UnsafePathError as e:  # a link planted on the way: left alone
-                    log.warning(
-                        "warning: the outputs of %s/%s were not removed: %s", namespace, name, e
-                    )
-                with contextlib.suppress(OSError):  # the job's folder, once no run is left
-                    run_dir.parent.rmdir()
-        self.store.delete_job(namespace, name, row.uid)
+        deletion.delete(self.store, self.home, row, purge=purge)
 
     # -- runtimes -----------------------------------------------------------------------------
-
-    def _stored_runtimes(self) -> list[Runtime]:
-        out: list[Runtime] = []
-        for body in self.store.runtimes():
-            obj = parse(body)
-            if isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
-                out.append(obj)
-        return out
 
     def list_runtimes(self, namespace: str | None = None) -> list[Runtime]:
         """Built-in ClusterTrainingRuntimes, then stored runtimes (a stored one wins by name);
         TrainingRuntimes of ``namespace`` only, when given."""
-        stored = [
-            r
-            for r in self._stored_runtimes()
-            if namespace is None
-            or not isinstance(r, TrainingRuntime)
-            or (r.metadata.namespace or DEFAULT_NAMESPACE) == namespace
-        ]
-        names = {(r.kind, r.metadata.name) for r in stored}
-        builtin: list[Runtime] = [
-            r for r in catalog.builtin_runtimes().values() if (r.kind, r.metadata.name) not in names
-        ]
-        return builtin + stored
+        return local_runtimes.listed(self.store, namespace)
 
     def get_runtime(
         self, name: str, kind: str = c.CLUSTER_TRAINING_RUNTIME_KIND, namespace: str | None = None
     ) -> Runtime:
         """One runtime by name (NotFoundError when absent)."""
-        for rt in self.list_runtimes():
-            if rt.kind != kind or rt.metadata.name != name:
-                continue
-            if kind == c.TRAINING_RUNTIME_KIND and (rt.metadata.namespace or DEFAULT_NAMESPACE) != (
-                namespace or DEFAULT_NAMESPACE
-            ):
-                continue
-            return rt
-        plural = (
-            "trainingruntimes" if kind == c.TRAINING_RUNTIME_KIND else "clustertrainingruntimes"
-        )
-        raise NotFoundError(f'{plural}.{c.GROUP} "{name}" not found')
+        return local_runtimes.find(self.store, name, kind, namespace)
 
     def apply_runtime(self, runtime: Runtime) -> Runtime:
         """Store (create or replace) a runtime so later submits can refer to it."""
-        if not runtime.metadata.name:
-            raise InvalidError(
-                [FieldError.required("metadata.name", "name is required")], runtime.kind
-            )
-        errs = validation.validate_runtime(runtime)
-        if errs:  # as the runtime webhooks refuse it on a cluster
-            raise InvalidError(errs, f"{runtime.kind}.{c.GROUP}", runtime.metadata.name or "")
-        namespace = ""
-        if isinstance(runtime, TrainingRuntime):
-            namespace = runtime.metadata.namespace or DEFAULT_NAMESPACE
-        self.store.put_runtime(runtime.kind, namespace, runtime.metadata.name, to_dict(runtime))
-        return runtime
-
-
-def _uid() -> str:
-    import uuid
-
-    return str(uuid.uuid4())
-
-
-def _problem(row: JobRow) -> str | None:
-    """What makes a stored job unreadable (a damaged or hand-edited row), or None."""
-    try:
-        if not isinstance(json.loads(row.trainjob), dict):
-            return "its TrainJob is not a JSON object"
-        if not isinstance(json.loads(row.status or "{}"), dict):
-            return "its status is not a JSON object"
-        float(row.created_ts)
-        if not isinstance(row.restarts, int):
-            return f"restarts is {row.restarts!r}, not a number"
-    except (TypeError, ValueError) as e:
-        return f"{type(e).__name__}: {e}"
-    return None
-
-
-def _longest_grace(row: JobRow) -> float:
-    """The longest ``terminationGracePeriodSeconds`` of the job's pods (the local default when
-    none sets one): how long its supervisor may take to stop them."""
-    try:
-        plan = Plan(tuple(json.loads(row.plan)))
-        graces = [podrun.grace_of(t.spec) for t in pods.pod_templates(plan, row.uid)]
-    except (ValueError, TypeError, KeyError, AttributeError):  # a damaged row: delete it anyway
-        return podrun.DEFAULT_GRACE
-    return max(graces, default=podrun.DEFAULT_GRACE)
-
-
-def _replaced(path: Path, f: BinaryIO) -> bool:
-    """Whether ``path`` is no longer the file ``f`` reads (rotated when its pod restarted)."""
-    try:
-        return os.stat(path).st_ino != os.fstat(f.fileno()).st_ino
-    except FileNotFoundError:
-        return True
-
-
-def _pod_state(p: PodRow) -> PodState:
-    return PodState(
-        job=p.job,
-        index=p.idx,
-        name=p.pod_name,
-        phase=p.phase,
-        exit_code=p.exit_code,
-        started=p.started,
-        finished=p.finished,
-        restarts=p.restarts,
-        job_index=p.job_index,
-        message=p.message,
-        ready=p.ready,
-    )
-
-
-def _object(trainjob: str, status: str) -> dict[str, Any]:
-    """The stored TrainJob's JSON object with its status."""
-    obj: dict[str, Any] = json.loads(trainjob)
-    if status not in ("{}", ""):
-        obj["status"] = json.loads(status)
-    return obj
-
-
-def _state(
-    row: JobRow, pod_states: tuple[PodState, ...], trainjob: dict[str, Any] | None = None
-) -> JobState:
-    return JobState(
-        name=row.name,
-        namespace=row.namespace,
-        phase=row.phase,
-        created=row.created,
-        started=row.started,
-        completed=row.completed,
-        restarts=row.restarts,
-        reason=row.reason,
-        message=row.message,
-        pods=pod_states,
-        trainjob=trainjob or {},
-    )
-
-
-def _local_plan(plan: Plan) -> Plan:
-    """The Plan as this machine runs it, each object as its plugin declares
-    (:mod:`trainjob.runtime.kinds`): the JobSet runs as processes, ConfigMaps and Secrets are
-    mounted as files, PodGroups are left out (one machine needs no gang scheduling). A kind no
-    plugin declares is a ConfigError before anything starts."""
-    kept = []
-    for obj in plan.objects:
-        try:
-            kind = kinds.of(obj)
-        except KeyError:
-            raise ConfigError(
-                f"the plan holds a {obj.get('apiVersion')}, Kind={obj.get('kind')} that no runtime "
-                "plugin declares: the local backend cannot run it (use a cluster)"
-            ) from None
-        if kind.local is not kinds.Local.SKIP:
-            kept.append(obj)
-    return Plan(tuple(kept))
+        return local_runtimes.apply(self.store, runtime)

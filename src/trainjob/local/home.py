@@ -39,6 +39,8 @@ JobSet restart (and the job's deletion), so training code saves there and resume
 ENV_RESTART_ATTEMPT = "TRAINJOB_RESTART_ATTEMPT"
 """Set in every local container to the JobSet restart attempt (0 first, as JobSet's
 ``jobset.sigs.k8s.io/restart-attempt`` label on the pod)."""
+DEFAULT_NAMESPACE = "default"
+"""The namespace of a job that names none (a directory under ``jobs/``, as on a cluster)."""
 DB_NAME = "trainjob.db"
 # Less free space than this on a job's disk is reported as a full disk.
 LOW_SPACE = 1 << 20
