@@ -83,6 +83,19 @@ class Times:
         return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def rotate(log: Path) -> None:
+    """Keep a pod's log of an attempt that ended aside as ``<log>.N`` (the next free N), with its
+    times file, so that the pod's next attempt writes a new log (:func:`previous` reads it)."""
+    if log.exists():
+        n = 1
+        while log.with_name(f"{log.name}.{n}").exists():
+            n += 1
+        log.rename(log.with_name(f"{log.name}.{n}"))
+        times = times_path(log)
+        if times.exists():
+            times.rename(times_path(log.with_name(f"{log.name}.{n}")))
+
+
 def previous(log: Path, step: str, pod: str) -> Path:
     """The log of the step's previous attempt (the newest ``<step>.log.N``); NotFoundError, in
     kubectl's words, when the step has not restarted."""

@@ -26,6 +26,7 @@ from typing import IO
 from trainjob import text
 from trainjob.core import jobset
 from trainjob.local import files, logfiles, procs, ptree
+from trainjob.local import home as homes
 from trainjob.local.pods import LocalContainer, LocalPod
 from trainjob.local.probes import Outcome, PodProbes
 
@@ -127,6 +128,16 @@ def log_says(log: Path, code: int = 1) -> str:
     if said == TORCH_EXIT_ABORT:
         return TORCH_EXIT_HINT
     return said if len(said) <= _LONGEST else said[: _LONGEST - 3] + "..."
+
+
+def failure_message(run: PodRun, code: int) -> str:
+    """Why a pod failed, for its status, its event and the job's message: which container, its
+    exit, why it was killed, what its log says, and a full disk."""
+    what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
+    if run.failed_container in run.killed_why:
+        what += f" ({run.killed_why[run.failed_container]})"
+    said = log_says(run.log, code)
+    return what + (f"; its log says: {said}" if said else "") + homes.disk_full_note(run.log.parent)
 
 
 def describe_exit(code: int) -> str:

@@ -20,17 +20,15 @@ endpoint on loopback (:mod:`trainjob.local.statusserver`) and gives the trainer 
 pods and marks the job Failed.
 
 The supervisor is the child subreaper of its pods (:mod:`trainjob.local.ptree`): whatever a pod
-starts, in any session, stays in its process tree; it is looked up every :data:`TRACK_EVERY`
-seconds, orphans are reaped, and when the supervisor ends, every process still below it ends too.
+starts, in any session, stays in its process tree; it is looked up every
+:data:`trainjob.local.tracking.TRACK_EVERY` seconds, orphans are reaped, and when the supervisor ends, every process still below it ends too.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import queue
 import signal
 import sys
 import time
@@ -50,6 +48,7 @@ from trainjob.executor import triage
 from trainjob.executor.steps import step_name
 from trainjob.local import (
     files,
+    jobset_rules,
     logfiles,
     mpi,
     outputs,
@@ -57,19 +56,18 @@ from trainjob.local import (
     procs,
     ptree,
     status,
-    statusserver,
+    tracking,
     volumes,
 )
 from trainjob.local import home as homes
 from trainjob.local import runner as runners
-from trainjob.local.podrun import PodRun, describe_exit, log_says, stop_all
-from trainjob.local.store import EventRow, PodRow, ReportRow, Store
+from trainjob.local.jobset_rules import Key
+from trainjob.local.podrun import PodRun, failure_message, stop_all
+from trainjob.local.reports import Reports
+from trainjob.local.store import EventRow, PodRow, Store
 from trainjob.runtime.plan import Plan
 
 TICK = 0.05
-TRACK_EVERY = 0.5  # seconds between looks at the pods' process trees
-Key = tuple[str, int, int]  # (replicatedJob, job index, completion index)
-MAX_REPORTS = 10_000  # progress reports kept of a job (the newest)
 
 
 class Stop(Exception):
@@ -92,7 +90,7 @@ class Supervisor:
         self.phase = row.phase
         self.suspended = False
         self.clock_start = row.created_ts
-        self._recorded: ptree.Procs = {}  # the processes last written to the processes file
+        self.tracker = tracking.Tracker(home, namespace, name)
         # the TrainJob's, else its runtime's spec.runPolicy's (KEP-2899)
         trainjob = row.trainjob_dict()
         self.deadline = lifetime.active_deadline(trainjob, self.runtime)
@@ -108,13 +106,8 @@ class Supervisor:
         self.first_failure = ""  # "node-1 (rank 1): container ... failed: ..." of this attempt
         self.events: list[EventRow] = []
         self.dirty = True
-        js_spec = self.plan.jobset.get("spec") or {}
-        self.rjob_names = [r["name"] for r in js_spec.get("replicatedJobs") or ()]
-        self.success_policy = js_spec.get("successPolicy") or {}
-        self.failure_policy = js_spec.get("failurePolicy")
-        startup = js_spec.get("startupPolicy") or {}
-        self.in_order = startup.get("startupPolicyOrder") == "InOrder"
-        self.jobset_name = self.plan.jobset["metadata"]["name"]
+        self.jobset = jobset_rules.spec_of(self.plan.jobset)
+        self.jobset_name = self.jobset.name
         self.kept = outputs.kept(self.plan, home, namespace, name, row.created, uid)
         # How pods run: processes here, or containers (trainjob.local.runner); the rest of the
         # supervisor is the same for both.
@@ -123,21 +116,8 @@ class Supervisor:
         if self.local_mpi:
             self.base_env.update(self.local_mpi.env)
         self._probe_pool: ThreadPoolExecutor | None = None
-        self._next_track = 0.0
         # the status endpoint: updates arrive on the server's threads, are taken each tick
-        self.trainer_jobs = {
-            r["name"]
-            for r in js_spec.get("replicatedJobs") or ()
-            if ((r.get("template") or {}).get("metadata") or {})
-            .get("labels", {})
-            .get(c.LABEL_ANCESTOR)
-            == c.ANCESTOR_TRAINER
-        }
-        self.status_server: statusserver.StatusServer | None = None
-        self.status_env: dict[str, str] = {}
-        self.status_updates: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
-        self.reports: list[ReportRow] = []
-        self.report_count = 0
+        self.reports = Reports(self.store, namespace, name, uid)
 
     @property
     def probe_pool(self) -> ThreadPoolExecutor:
@@ -174,10 +154,13 @@ class Supervisor:
 
     def flush(self) -> None:
         # a report posted before a pod exited is queued before that exit is reaped: kept with it
-        self.take_status_updates()
+        if self.reports.take(self.status):
+            self.dirty = True
         if not self.dirty:
             return
-        self.status["jobsStatus"] = self.jobs_status()
+        self.status["jobsStatus"] = jobset_rules.jobs_status(
+            self.jobset.rjob_names, self.templates, self.rows, self.failures, self.suspended
+        )
         self.phase_condition()
         ok = self.store.write_status(
             self.namespace,
@@ -192,11 +175,11 @@ class Supervisor:
             reason=self.row.reason,
             message=self.row.message,
             completed=self.row.completed,
-            reports=self.reports,
+            reports=self.reports.pending,
         )
         self.events = []
         self.dirty = False
-        self._trim_reports()
+        self.reports.written()
         if not ok:  # the job was deleted (or replaced) under us
             self.kill_all()
             raise SystemExit(0)
@@ -217,72 +200,11 @@ class Supervisor:
     # -- progress -------------------------------------------------------------------------------
 
     def start_status_server(self) -> None:
-        """Serve the job's status endpoint; without it (no free port, no disk) the job runs, and
-        says that its progress is not reported."""
-        try:
-            creds = statusserver.credentials(homes.job_dir(self.home, self.namespace, self.name))
-            server = statusserver.StatusServer(
-                self.namespace, self.name, creds, self.status_updates.put
-            )
-        except OSError as e:
-            self.event("Warning", "StatusServerFailed", f"progress will not be reported: {e}")
-            return
-        self.status_server = server
-        self.status_env = statusserver.pod_env(server.url, creds)
-
-    def take_status_updates(self) -> None:
-        """Keep what the training reported since the last tick: the latest as the TrainJob's
-        ``status.trainerStatus`` (a report replaces the one before, as upstream's apply does),
-        every report in the job's history (``LocalExecutor.metric_history``)."""
-        while True:
-            try:
-                update = self.status_updates.get_nowait()
-            except queue.Empty:
-                return
-            self.status["trainerStatus"] = update
-            metrics = {m["name"]: m["value"] for m in update.get("metrics") or ()}
-            self.reports.append(
-                ReportRow(
-                    self.namespace,
-                    self.name,
-                    self.uid,
-                    update["lastUpdatedTime"],
-                    update.get("progressPercentage"),
-                    update.get("estimatedRemainingSeconds"),
-                    json.dumps(metrics),
-                )
-            )
-            self.report_count += 1
-            self.dirty = True
-
-    def _trim_reports(self) -> None:
-        self.reports = []
-        if self.report_count > MAX_REPORTS + MAX_REPORTS // 10:
-            self.store.trim_reports(self.namespace, self.name, self.uid, MAX_REPORTS)
-            self.report_count = MAX_REPORTS
-
-    def jobs_status(self) -> list[dict[str, int | str]]:
-        """``jobsStatus`` as JobSet's replicatedJobsStatus counts it: Jobs, not pods."""
-        out: list[dict[str, int | str]] = []
-        for rname in self.rjob_names:
-            n = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
-            for j in sorted({t.job_index for t in self.templates if t.job == rname}):
-                rows = [r for k, r in self.rows.items() if k[0] == rname and k[1] == j]
-                state = self.job_state(rname, j)
-                if state == "Complete":
-                    n["succeeded"] += 1
-                    continue
-                if state == "Failed":
-                    n["failed"] += 1
-                    continue
-                running = sum(r.phase == st.POD_RUNNING for r in rows)
-                ready = sum(r.phase == st.POD_RUNNING and r.ready for r in rows)
-                succeeded = sum(r.phase == st.POD_SUCCEEDED for r in rows)
-                n["suspended"] += int(self.suspended)
-                n["active"] += int(running > 0)
-                n["ready"] += int(bool(rows) and ready + succeeded >= len(rows))
-            out.append({"name": rname, **n})
-        return out
+        """Serve the job's status endpoint (:mod:`trainjob.local.reports`); without it (no free
+        port, no disk) the job runs, and says that its progress is not reported."""
+        problem = self.reports.start(self.home)
+        if problem is not None:
+            self.event("Warning", "StatusServerFailed", f"progress will not be reported: {problem}")
 
     # -- pods -----------------------------------------------------------------------------------
 
@@ -292,26 +214,9 @@ class Supervisor:
         self.templates = pods.pod_templates(self.plan, self.uid, self.restarts)
         self.runs = {}
         self.failures = {}
-        self.virtual = set()
-        self.rows = {}
-        for t in self.templates:
-            key = (t.job, t.job_index, t.index)
-            message = ""
-            if self.local_mpi and self.local_mpi.skips(t):
-                self.virtual.add(key)
-                message = mpi.SKIPPED_MESSAGE
-            self.rows[key] = PodRow(
-                self.namespace,
-                self.name,
-                self.uid,
-                t.job,
-                t.job_index,
-                t.index,
-                t.name,
-                st.POD_PENDING,
-                restarts=self.restarts,
-                message=message,
-            )
+        self.rows, self.virtual = jobset_rules.pending_rows(
+            self.templates, self.namespace, self.name, self.uid, self.restarts, self.local_mpi
+        )
         self.dirty = True
         try:
             self.runner.new_attempt(self.plan, self.templates)  # new endpoints for the pods
@@ -319,41 +224,10 @@ class Supervisor:
             self.fail(status.REASON_POD_CONFIG_ERROR, str(e))
 
     def job_state(self, rname: str, j: int) -> str:
-        keys = [k for k in self.rows if k[0] == rname and k[1] == j]
-        if self.failures.get((rname, j), 0) > self._backoff(rname):
-            return "Failed"
-        if keys and all(self.rows[k].phase == st.POD_SUCCEEDED for k in keys):
-            return "Complete"
-        return "Active"
-
-    def _backoff(self, rname: str) -> int:
-        for t in self.templates:
-            if t.job == rname:
-                return t.backoff_limit
-        return 0
-
-    def _ready(self, rname: str) -> bool:
-        """Every pod of replicatedJob ``rname`` is Ready or has succeeded."""
-        return all(
-            r.phase == st.POD_SUCCEEDED or (r.phase == st.POD_RUNNING and r.ready)
-            for k, r in self.rows.items()
-            if k[0] == rname
-        )
+        return jobset_rules.job_state(self.templates, self.rows, self.failures, rname, j)
 
     def deps_met(self, t: pods.PodTemplate) -> bool:
-        if self.in_order:
-            # startupPolicyOrder InOrder: each replicatedJob waits for the ones before it to be
-            # ready, as JobSet creates them.
-            for rname in self.rjob_names[: self.rjob_names.index(t.job)]:
-                if not self._ready(rname):
-                    return False
-        for dep, want in t.depends_on:
-            rows = [r for k, r in self.rows.items() if k[0] == dep]
-            if want == "Complete" and not all(r.phase == st.POD_SUCCEEDED for r in rows):
-                return False
-            if want == "Ready" and not self._ready(dep):
-                return False
-        return True
+        return jobset_rules.deps_met(t, self.rows, self.jobset.rjob_names, self.jobset.in_order)
 
     def start_pods(self) -> None:
         vols = homes.volumes_dir(self.home, self.namespace, self.name)
@@ -367,8 +241,8 @@ class Supervisor:
                 self._mark_started()
                 continue
             env = self.base_env
-            if t.job in self.trainer_jobs:  # the status endpoint, as upstream's plugin
-                env = {**env, **self.status_env}
+            if t.job in self.jobset.trainer_jobs:  # the status endpoint, as upstream's plugin
+                env = {**env, **self.reports.env}
             try:
                 kept = self.kept.dirs(t)
                 volumes.materialize(t, self.plan, vols, kept)
@@ -447,13 +321,7 @@ class Supervisor:
                     ready=False,
                 )
             else:
-                what = f'container "{run.failed_container}" failed: {describe_exit(code)}'
-                if run.failed_container in run.killed_why:
-                    what += f" ({run.killed_why[run.failed_container]})"
-                said = log_says(run.log, code)
-                what += (f"; its log says: {said}" if said else "") + homes.disk_full_note(
-                    run.log.parent
-                )
+                what = failure_message(run, code)
                 self.set_pod(
                     key,
                     phase=st.POD_FAILED,
@@ -488,43 +356,13 @@ class Supervisor:
             del self.runs[key]
 
     def _rotate_log(self, t: pods.PodTemplate) -> None:
-        log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
-        if log.exists():
-            n = 1
-            while log.with_name(f"{log.name}.{n}").exists():
-                n += 1
-            log.rename(log.with_name(f"{log.name}.{n}"))
-            times = logfiles.times_path(log)
-            if times.exists():
-                times.rename(logfiles.times_path(log.with_name(f"{log.name}.{n}")))
+        logfiles.rotate(
+            homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
+        )
 
     def kill_all(self) -> None:
         stop_all(self.runs.values())
         self.runs = {}
-
-    def track(self) -> None:
-        """Note every pod's processes and reap the orphans the subreaper inherited."""
-        now_ = time.monotonic()
-        if now_ < self._next_track:
-            return
-        self._next_track = now_ + TRACK_EVERY
-        tab = ptree.table()
-        known = ptree.descendants([os.getpid()], tab)  # the pods and the orphans it inherited
-        for run in self.runs.values():
-            run.track(tab)
-            known.update(run.seen)
-        ptree.reap_orphans([p.pid for run in self.runs.values() for p in run.procs], tab)
-        if known != self._recorded:  # for a reader that finds this supervisor dead
-            with contextlib.suppress(OSError, ConfigError):
-                ptree.record(known, homes.processes_file(self.home, self.namespace, self.name))
-                self._recorded = known
-
-    def end_everything(self) -> None:
-        """The job is over: no process below the supervisor may outlive it (orphans that left
-        their pod, whatever a pod started and did not stop)."""
-        left = ptree.descendants([os.getpid()])
-        ptree.end(left, grace=0)
-        ptree.reap_orphans(())
 
     def stop_pods(self, phase_for_running: str, message: str) -> None:
         """Kill every process; Pending/Running pods take ``phase_for_running``."""
@@ -547,43 +385,16 @@ class Supervisor:
     # -- policies -------------------------------------------------------------------------------
 
     def failed_jobs(self) -> list[tuple[str, int]]:
-        return [
-            (t.job, t.job_index)
-            for t in self.templates
-            if t.index == 0 and self.job_state(t.job, t.job_index) == "Failed"
-        ]
+        return jobset_rules.failed_jobs(self.templates, self.rows, self.failures)
 
     def apply_failure_policy(self, failed: list[tuple[str, int]]) -> None:
         rname, j = failed[0]
         first = f"{self.jobset_name}-{rname}-{j}"
-        policy = self.failure_policy
-        if policy is None:
-            self.fail(
-                js.REASON_FAILED_JOBS,
-                js.with_first_failed_job(js.MESSAGE_FAILED_JOBS, first),
-            )
-            return
-        action = "RestartJobSet"
-        for rule in policy.get("rules") or ():
-            targets = rule.get("targetReplicatedJobs") or []
-            reasons = rule.get("onJobFailureReasons") or []
-            if (not targets or rname in targets) and (
-                not reasons or js.REASON_BACKOFF_LIMIT_EXCEEDED in reasons
-            ):
-                action = rule.get("action", action)
-                break
-        if action == "FailJobSet":
-            self.fail(
-                js.REASON_FAIL_JOBSET_ACTION,
-                js.with_first_failed_job(js.MESSAGE_FAIL_JOBSET_ACTION, first),
-            )
-            return
-        counted = action == "RestartJobSet"
-        if counted and self.restarts >= int(policy.get("maxRestarts") or 0):
-            self.fail(
-                js.REASON_REACHED_MAX_RESTARTS,
-                js.with_first_failed_job(js.MESSAGE_REACHED_MAX_RESTARTS, first),
-            )
+        verdict = jobset_rules.failure_verdict(
+            self.jobset.failure_policy, rname, first, self.restarts
+        )
+        if verdict is not None:
+            self.fail(*verdict)
             return
         self.kill_all()
         self.restarts += 1
@@ -600,11 +411,13 @@ class Supervisor:
         self.new_attempt()
 
     def check_success(self) -> bool:
-        operator = self.success_policy.get("operator", "All")
-        targets = self.success_policy.get("targetReplicatedJobs") or self.rjob_names
-        jobs = {(t.job, t.job_index) for t in self.templates if t.job in targets}
-        states = [self.job_state(r, j) == "Complete" for r, j in sorted(jobs)]
-        return bool(states) and (any(states) if operator == "Any" else all(states))
+        return jobset_rules.succeeded(
+            self.jobset.success_policy,
+            self.jobset.rjob_names,
+            self.templates,
+            self.rows,
+            self.failures,
+        )
 
     def fail(self, reason: str, message: str) -> None:
         if self.first_failure:  # which step and rank failed first, how (control chars escaped)
@@ -673,7 +486,7 @@ class Supervisor:
         if not self.sync_desired():
             return False
         if not self.suspended:
-            self.track()
+            self.tracker.track(self.runs.values())
             self.reap()
             self.probe()
             failed = self.failed_jobs()
@@ -712,12 +525,11 @@ class Supervisor:
             self.flush()
         finally:
             self.kill_all()
-            if self.status_server is not None:
-                self.status_server.stop()
+            self.reports.stop()
             self.runner.close()
             if self._probe_pool is not None:
                 self._probe_pool.shutdown(wait=False, cancel_futures=True)
-            self.end_everything()
+            tracking.end_everything()
 
 
 def _on_term(_signum: int, _frame: object) -> None:

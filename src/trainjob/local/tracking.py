@@ -1,0 +1,60 @@
+"""Keeping track of every process of a running job, so that none outlives it.
+
+The supervisor is the child subreaper of its pods (:mod:`trainjob.local.ptree`): whatever a pod
+starts, in any session, stays in its process tree. Every :data:`TRACK_EVERY` seconds the tree is
+looked up, each pod notes its processes, orphans are reaped, and the set is recorded in the
+job's processes file for a reader that finds the supervisor dead
+(:func:`trainjob.local.liveness.job_processes`). When the job is over, every process still below
+the supervisor ends. Used by :mod:`trainjob.local.supervisor`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from trainjob.errors import ConfigError
+from trainjob.local import home as homes
+from trainjob.local import ptree
+from trainjob.local.podrun import PodRun
+
+TRACK_EVERY = 0.5  # seconds between looks at the pods' process trees
+
+
+class Tracker:
+    """The processes of one job's pods, below this (supervisor) process."""
+
+    def __init__(self, home: Path, namespace: str, name: str) -> None:
+        self.home, self.namespace, self.name = home, namespace, name
+        self._recorded: ptree.Procs = {}  # the processes last written to the processes file
+        self._next_track = 0.0
+
+    def track(self, runs: Iterable[PodRun]) -> None:
+        """Note every pod's processes and reap the orphans the subreaper inherited (at most
+        every :data:`TRACK_EVERY` seconds)."""
+        now_ = time.monotonic()
+        if now_ < self._next_track:
+            return
+        self._next_track = now_ + TRACK_EVERY
+        runs = list(runs)
+        tab = ptree.table()
+        known = ptree.descendants([os.getpid()], tab)  # the pods and the orphans it inherited
+        for run in runs:
+            run.track(tab)
+            known.update(run.seen)
+        ptree.reap_orphans([p.pid for run in runs for p in run.procs], tab)
+        if known != self._recorded:  # for a reader that finds this supervisor dead
+            with contextlib.suppress(OSError, ConfigError):
+                ptree.record(known, homes.processes_file(self.home, self.namespace, self.name))
+                self._recorded = known
+
+
+def end_everything() -> None:
+    """The job is over: no process below the supervisor may outlive it (orphans that left
+    their pod, whatever a pod started and did not stop)."""
+    left = ptree.descendants([os.getpid()])
+    ptree.end(left, grace=0)
+    ptree.reap_orphans(())
