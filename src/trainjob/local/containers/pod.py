@@ -5,7 +5,7 @@ pod starts. What a pod keeps from the cluster, unlike on the process backend, is
 the world: its image, its hostname, its address on a network of the job's own, every pod's DNS
 names ``<hostname>.<subdomain>`` (and the ``.<namespace>.svc[.cluster.local]`` forms, in its
 /etc/hosts), its declared ports as written, and its volumes at their ``mountPath``. Env is resolved as the kubelet does
-(:func:`trainjob.local.pods.resolve_env`, with ``status.podIP`` the pod's address), and passed by
+(:func:`trainjob.local.container_env.resolve_env`, with ``status.podIP`` the pod's address), and passed by
 name, so no value shows in the process table. Kubernetes' command semantics hold: ``command``
 replaces the image's entrypoint (and drops its default arguments), ``args`` its arguments.
 ``resources.limits`` become the container's CPU and memory limits.
