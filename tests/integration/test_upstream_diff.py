@@ -112,6 +112,13 @@ DELIBERATE: dict[str, Deliberate] = {
         "or 1'; trainjob says what auto came to and what to set (issue 12)",
         ("admission.create TrainJob/job.message",),
     ),
+    # trainjob's additions for what upstream leaves to the user.
+    "jobset-passthrough": Deliberate(
+        "a JobSet that can restart (failurePolicy.maxRestarts 3): the trainer's containers also "
+        "get TRAINJOB_RESTART_ATTEMPT (the pod's restart-attempt annotation, downward API), so "
+        "custom code resumes after a restart as it does locally (runtime/plugins/resume.py)",
+        ("objects.JobSet/job.spec.replicatedJobs*.env*",),
+    ),
     # What the reconciler does with input no webhook vetted.
     "nowebhook-kind-unknown": Deliberate(
         "an unknown runtimeRef kind: trainjob writes Failed/TrainingRuntimeNotSupported (what "

@@ -188,3 +188,8 @@ RESOURCES_RECONCILIATION_FAILED = "TrainJob resources reconciliation failed: "
 RUNTIME_DEPRECATION_POLICY_URL = (
     "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
 )
+
+# Resume after a JobSet restart (trainjob's own): the variables custom training code reads, set by
+# the local backend in every container and by the Resume plugin on a cluster.
+ENV_CHECKPOINT_DIR = "TRAINJOB_CHECKPOINT_DIR"
+ENV_RESTART_ATTEMPT = "TRAINJOB_RESTART_ATTEMPT"

@@ -308,10 +308,13 @@ class Reconciler:
         status_server = self.status_server()
         policy = runtime.spec.ml_policy
         if policy is None or policy.mpi is None or self._mpi_secret_exists(tj):
-            return CompileOptions(status_server=status_server)
+            return CompileOptions(status_server=status_server, resume_env=True)
         private, public = keys.generate_ssh_key_pair()
         return CompileOptions(
-            ssh_private_key=private, ssh_public_key=public, status_server=status_server
+            ssh_private_key=private,
+            ssh_public_key=public,
+            status_server=status_server,
+            resume_env=True,
         )
 
     def _mpi_secret_exists(self, tj: Obj) -> bool:

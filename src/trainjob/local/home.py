@@ -28,15 +28,16 @@ import os
 import shutil
 from pathlib import Path
 
+from trainjob.api import constants as c
 from trainjob.errors import ConfigError
 
 ENV_HOME = "TRAINJOB_HOME"
 ENV_JOB_TMP = "TRAINJOB_JOB_TMP"
 """Set in every local container to the job's ``tmp/``, which is removed with the job."""
-ENV_CHECKPOINT_DIR = "TRAINJOB_CHECKPOINT_DIR"
+ENV_CHECKPOINT_DIR = c.ENV_CHECKPOINT_DIR
 """Set in every local container to the run's ``checkpoints/`` under ``outputs/``: it survives a
 JobSet restart (and the job's deletion), so training code saves there and resumes from it."""
-ENV_RESTART_ATTEMPT = "TRAINJOB_RESTART_ATTEMPT"
+ENV_RESTART_ATTEMPT = c.ENV_RESTART_ATTEMPT
 """Set in every local container to the JobSet restart attempt (0 first, as JobSet's
 ``jobset.sigs.k8s.io/restart-attempt`` label on the pod)."""
 DEFAULT_NAMESPACE = "default"

@@ -66,6 +66,9 @@ class CompileOptions:
     status_server: StatusServer | None = None
     """Where the executor serves the TrainJob status endpoint, for the TrainJobStatus plugin
     (None: no endpoint env or volume, as upstream with its feature gate off)."""
+    resume_env: bool = False
+    """Whether the Resume plugin gives a restartable JobSet's trainer ``$TRAINJOB_RESTART_ATTEMPT``
+    and ``$TRAINJOB_CHECKPOINT_DIR`` (the controller: True; the local backend sets its own)."""
 
 
 _FRAMEWORK: Framework | None = None

@@ -17,6 +17,7 @@ from trainjob.runtime.plugins import (
     jobset,
     mpi,
     plainml,
+    resume,
     torch,
     trainjobstatus,
     volcano,
@@ -33,5 +34,6 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     xgboost.NAME: xgboost.XGBoost,
     flux.NAME: flux.Flux,
     trainjobstatus.NAME: trainjobstatus.TrainJobStatus,  # before JobSet: it edits the trainer
+    resume.NAME: resume.Resume,  # before JobSet: it edits the trainer (controller only)
     jobset.NAME: jobset.JobSet,
 }
