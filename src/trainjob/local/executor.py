@@ -23,24 +23,22 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainjob.api import constants as c
-from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.core import lifetime, times
 from trainjob.errors import ConfigError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.base import Executor
 from trainjob.executor.model import Event, JobState, MetricSample, PodState
-from trainjob.local import admission, deletion, liveness, logfiles, outputs, pods, status, views
-from trainjob.local import follow as followers
 from trainjob.local import home as homes
-from trainjob.local import runtimes as local_runtimes
+from trainjob.local import liveness, logfiles, status, views
 from trainjob.local.home import DEFAULT_NAMESPACE
-from trainjob.local.launch import start_supervisor
 from trainjob.local.rows import StoredObject, listing_summary
 from trainjob.local.store import JobRow, Store
-from trainjob.runtime.plan import Plan
+
+if TYPE_CHECKING:  # the models (pydantic) and the compiler load when a job is submitted
+    from trainjob.api.trainer import Runtime, TrainJob
 
 __all__ = ["DEFAULT_NAMESPACE", "LocalExecutor"]
 
@@ -89,6 +87,9 @@ class LocalExecutor(Executor):
         machine runs), ConfigError (a command that cannot run here) and AlreadyExistsError
         before anything starts.
         """
+        from trainjob.local import admission
+        from trainjob.local.launch import start_supervisor
+
         tj, runtime_dict, plan, run_dir, first_pods = admission.prepare(
             self.home, self.store, self.runner, trainjob, runtimes, cwd
         )
@@ -135,6 +136,8 @@ class LocalExecutor(Executor):
     ) -> None:
         """Every check :meth:`submit` makes, without storing or starting anything (so that
         ``trainjob run`` with several TrainJobs refuses them all before submitting any)."""
+        from trainjob.local import admission
+
         admission.prepare(self.home, self.store, self.runner, trainjob, runtimes, cwd)
 
     def _row(self, name: str, namespace: str) -> JobRow:
@@ -341,6 +344,8 @@ class LocalExecutor(Executor):
             follow = False
         start = logfiles.tail_offset(path, tail) if tail is not None else 0
         if follow:
+            from trainjob.local import follow as followers
+
             return followers.follow(
                 self.store, self._check_alive, row, path, job, index, job_index, start, timestamps
             )
@@ -380,6 +385,9 @@ class LocalExecutor(Executor):
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        from trainjob.local import outputs, pods
+        from trainjob.runtime.plan import Plan
+
         try:
             plan = Plan(tuple(json.loads(row.plan)))
             keep = outputs.kept(plan, self.home, namespace, name, row.created, row.uid)
@@ -394,6 +402,8 @@ class LocalExecutor(Executor):
         row = self.store.job(namespace, name)
         if row is None:
             raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        from trainjob.local import deletion
+
         deletion.delete(self.store, self.home, row, purge=purge)
 
     # -- runtimes -----------------------------------------------------------------------------
@@ -401,14 +411,20 @@ class LocalExecutor(Executor):
     def list_runtimes(self, namespace: str | None = None) -> list[Runtime]:
         """Built-in ClusterTrainingRuntimes, then stored runtimes (a stored one wins by name);
         TrainingRuntimes of ``namespace`` only, when given."""
+        from trainjob.local import runtimes as local_runtimes
+
         return local_runtimes.listed(self.store, namespace)
 
     def get_runtime(
         self, name: str, kind: str = c.CLUSTER_TRAINING_RUNTIME_KIND, namespace: str | None = None
     ) -> Runtime:
         """One runtime by name (NotFoundError when absent)."""
+        from trainjob.local import runtimes as local_runtimes
+
         return local_runtimes.find(self.store, name, kind, namespace)
 
     def apply_runtime(self, runtime: Runtime) -> Runtime:
         """Store (create or replace) a runtime so later submits can refer to it."""
+        from trainjob.local import runtimes as local_runtimes
+
         return local_runtimes.apply(self.store, runtime)

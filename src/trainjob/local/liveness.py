@@ -20,7 +20,6 @@ from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.local import home as homes
 from trainjob.local import procs, ptree, status
-from trainjob.local import runner as runners
 from trainjob.local.launch import reap
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
 
@@ -61,6 +60,8 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
         if p.pid and procs.alive(p.pid, p.pid_start):
             procs.kill_group(p.pid)
     ptree.end(job_processes(home, row), grace=0)  # every process of the job, any session
+    from trainjob.local import runner as runners  # its backends load only for a dead job
+
     runners.clean_up(row.runner, row.namespace, row.name, row.uid)
     ts = times.now()
     sup_log = homes.supervisor_log(home, row.namespace, row.name)

@@ -9,11 +9,13 @@ with it so that readers report it and go on, never hiding the other jobs. Used b
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainjob.api.trainer import TrainJob
 from trainjob.executor.model import JobState, PodState
 from trainjob.local.store import JobRow, PodRow
+
+if TYPE_CHECKING:  # the models (pydantic) load when a TrainJob is read whole
+    from trainjob.api.trainer import TrainJob
 
 
 def problem(row: JobRow) -> str | None:
@@ -78,4 +80,6 @@ def trainjob_of(row: JobRow) -> TrainJob:
     text = row.trainjob
     if row.status not in ("{}", ""):
         text = text[: text.rindex("}")] + ', "status": ' + row.status + "}"
+    from trainjob.api.trainer import TrainJob
+
     return TrainJob.model_validate_json(text)

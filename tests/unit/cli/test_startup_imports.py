@@ -11,7 +11,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 PROBE = """
 import json, sys
@@ -63,6 +66,46 @@ def heavy_in(modules: set[str]) -> dict[str, str]:
 
 def test_version_loads_nothing_heavy(tmp_path: Path) -> None:
     assert heavy_in(loaded(tmp_path, "version")) == {}
+
+
+@pytest.fixture
+def home_with_jobs(tmp_path: Path) -> Path:
+    """A home holding two finished jobs and a live one (submitted a moment ago)."""
+    from trainjob.local import home as homes
+    from trainjob.local.store import JobRow, Store
+
+    home = tmp_path / "home"
+    store = Store(homes.db_path(home))
+    now = time.time()
+    for i, phase in enumerate(("Complete", "Failed", "Running")):
+        name = f"job-{i}"
+        tj = {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{i}"},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
+        }
+        done = phase != "Running"
+        status = {"conditions": [{"type": phase, "status": "True", "reason": "Done"}]}
+        store.insert_job(
+            JobRow(
+                namespace="default", name=name, uid=f"uid-{i}", created="2026-01-01T00:00:00Z",
+                created_ts=now - 10 + i, trainjob=json.dumps(tj), runtime="{}", plan="[]",
+                cwd=str(tmp_path), phase=phase, status=json.dumps(status if done else {}),
+                completed="2026-01-01T00:01:00Z" if done else None,
+            )
+        )  # fmt: skip
+    return home
+
+
+def test_get_jobs_on_an_empty_home_loads_nothing_heavy(tmp_path: Path) -> None:
+    assert heavy_in(loaded(tmp_path, "get", "jobs")) == {}
+
+
+def test_get_jobs_with_jobs_loads_nothing_heavy(home_with_jobs: Path) -> None:
+    modules = loaded(home_with_jobs, "get", "jobs", "-o", "wide")
+    assert "trainjob.local.store" in modules  # it did read the jobs
+    assert heavy_in(modules) == {}
 
 
 def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
