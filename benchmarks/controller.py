@@ -46,6 +46,7 @@ burst's CPU; the wall-clock figures swing with the load between runs (the floor 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -58,6 +59,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,7 +292,13 @@ def wait_ready(port: int, proc: subprocess.Popen[bytes], log: str) -> None:
             time.sleep(0.2)
 
 
-def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespace) -> Run:
+@contextlib.contextmanager
+def trainjob_controller(
+    kube: Client, kubeconfig: str, args: argparse.Namespace, tag: str
+) -> Iterator[int]:
+    """``trainjob controller`` against ``kubeconfig`` (webhooks on loopback unless
+    ``args.no_webhooks``, the status server unless ``args.no_status_server``), ready and its
+    webhooks effective; yields its pid and stops it at the end."""
     metrics_port, health_port = free_port(), free_port()
     cmd = [
         sys.executable, "-c", CONTROLLER_MAIN,
@@ -305,7 +313,7 @@ def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespac
         cmd += ["--no-status-server"]
     else:  # on by default, as in a cluster; any free port (several benchmarks may run at once)
         cmd += ["--status-server-host", "127.0.0.1", "--status-server-port", "0"]
-    if args.profile:
+    if getattr(args, "profile", None):
         spy = shutil.which("py-spy")
         if spy is None:
             raise SystemExit("--profile needs py-spy on PATH (uv pip install py-spy)")
@@ -324,26 +332,32 @@ def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespac
             "--",
             *cmd,
         ]
-    log_path = Path(tempfile.gettempdir()) / f"trainjob-bench-controller-{ns}.log"
+    log_path = Path(tempfile.gettempdir()) / f"trainjob-bench-controller-{tag}.log"
     with open(log_path, "wb") as log:
         ctl = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     try:
         wait_ready(health_port, ctl, str(log_path))
         if not args.no_webhooks:
             wait_until(lambda: upstream_harness.webhooks_effective(kube), "trainjob's webhooks")
-        return measure("trainjob", kube, controller_pid(ctl, args), ns, args)
+        yield controller_pid(ctl, args)
     finally:
         # The controller stops (and under py-spy, py-spy then writes its samples and exits).
-        os.kill(controller_pid(ctl, args), signal.SIGTERM)
+        if ctl.poll() is None:
+            os.kill(controller_pid(ctl, args), signal.SIGTERM)
         try:
             ctl.wait(60)
         except subprocess.TimeoutExpired:
             ctl.kill()
 
 
+def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespace) -> Run:
+    with trainjob_controller(kube, kubeconfig, args, ns) as pid:
+        return measure("trainjob", kube, pid, ns, args)
+
+
 def controller_pid(ctl: subprocess.Popen[bytes], args: argparse.Namespace) -> int:
     """The controller's pid (under ``--profile``, py-spy's child, not py-spy)."""
-    if not args.profile:
+    if not getattr(args, "profile", None):
         return ctl.pid
     return int(subprocess.check_output(["pgrep", "-P", str(ctl.pid)]).split()[0])
 

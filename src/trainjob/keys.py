@@ -8,12 +8,13 @@ the pair in ``CompileOptions(ssh_private_key=..., ssh_public_key=...)``.
 
 from __future__ import annotations
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-
 
 def generate_ssh_key_pair() -> tuple[str, str]:
     """A new (private, public) pair: PEM ``EC PRIVATE KEY`` and an ``authorized_keys`` line."""
+    # Imported here: the controller loads cryptography only once an MPI TrainJob needs a key.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = ec.generate_private_key(ec.SECP521R1())
     private = key.private_bytes(
         serialization.Encoding.PEM,

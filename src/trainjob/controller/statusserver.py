@@ -115,7 +115,9 @@ class StatusServer:
         if self._own_context is None:
             svc, ns = self.options.service_name, self.options.namespace
             names = [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local"]
-            bundle = certs.generate([*names, "localhost"], ["127.0.0.1"], "trainjob-status-ca")
+            bundle = certs.generate_in_subprocess(
+                [*names, "localhost"], ["127.0.0.1"], "trainjob-status-ca"
+            )
             self._own_context = certs.server_context(bundle.cert, bundle.key)
             self.ca_bundle = bundle.ca_cert
         self.server.ssl_context = self._own_context

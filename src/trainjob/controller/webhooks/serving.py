@@ -159,7 +159,7 @@ class WebhookServer:
         o = self.options
         self.server = http.serve(o.host, o.port, self.routes(), "webhooks")
         if o.mode == "dev":
-            bundle = certs.generate(["localhost"], [_loopback_ip(o.host)])
+            bundle = certs.generate_in_subprocess(["localhost"], [_loopback_ip(o.host)])
             self.ca_bundle = bundle.ca_cert
             self.server.ssl_context = certs.server_context(bundle.cert, bundle.key)
             self._register_dev()
@@ -254,7 +254,7 @@ class WebhookServer:
             or not certs.covers(cert, self.dns_names())
         )
         if stale:
-            bundle = certs.generate(self.dns_names())
+            bundle = certs.generate_in_subprocess(self.dns_names())
             body: Obj = {
                 "apiVersion": "v1",
                 "kind": "Secret",
