@@ -1,7 +1,7 @@
 """The apiserver's rules for object metadata: label keys and values, annotation keys and size.
 
 Kubernetes checks them on every object it stores (apimachinery ``ValidateLabels`` /
-``ValidateAnnotations``), with these messages (kube-apiserver v1.36). Called by
+``ValidateAnnotations``), with these messages (kube-apiserver v1.36); and an object's namespace. Called by
 :mod:`trainjob.api.validation` for a TrainJob's and a runtime's own metadata, and for every
 ``metadata`` a runtime template or a runtime patch carries into the JobSet: without the check a
 bad label ran locally and was refused only when the controller applied the JobSet.
@@ -126,3 +126,27 @@ def validate_nested_metadata(path: str, value: Any) -> list[FieldError]:
         for i, item in enumerate(value):
             errs.extend(validate_nested_metadata(f"{path}[{i}]", item))
     return errs
+
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_LABEL_MESSAGE = (  # apimachinery's message
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def validate_namespace(namespace: str | None) -> list[FieldError]:
+    """An object's namespace, when it names one: a DNS-1123 label of at most 63 characters
+    (the apiserver takes it from the URL; locally it names a directory, so ``..`` never passes)."""
+    if namespace is None:
+        return []
+    if len(namespace) > 63:
+        return [
+            FieldError.invalid(
+                "metadata.namespace", namespace, "must be no more than 63 characters"
+            )
+        ]
+    if not DNS1123_LABEL.match(namespace):
+        return [FieldError.invalid("metadata.namespace", namespace, DNS1123_LABEL_MESSAGE)]
+    return []

@@ -419,6 +419,8 @@ def all_rules(node: Obj, path: str = "") -> list[tuple[str, str, str]]:
 
 PYTHON_CHECKS = [
     REPO / "src/trainjob/api/validation.py",
+    REPO / "src/trainjob/api/runtime_validation.py",
+    REPO / "src/trainjob/api/meta.py",
     *sorted((REPO / "src/trainjob/runtime/plugins").glob("*.py")),
 ]
 
@@ -439,8 +441,8 @@ CRD_MESSAGES = sorted({m for p in PLURALS for _, _, m in all_rules(schema_of(p))
 def test_every_cel_message_is_also_raised_by_the_python_checks(message: str) -> None:
     if message not in _python_source():
         pytest.fail(
-            f"CEL message {message!r} is in the CRDs but not in src/trainjob/api/validation.py or "
-            "a plugin: the local backend would accept what the apiserver rejects"
+            f"CEL message {message!r} is in the CRDs but not in src/trainjob/api/validation.py, "
+            "runtime_validation.py, meta.py or a plugin: the local backend would accept what the apiserver rejects"
         )
 
 
