@@ -2,9 +2,12 @@
 # Build trainjob's images here with podman, cached by content, tagged localhost/trainjob/NAME:dev.
 #
 #   hack/build-images.sh [TARGET...]     default: controller initializer torch-trainer llm-trainer
+#                                        also: torch-trainer-cpu llm-trainer-cpu (TORCH_VARIANT=cpu:
+#                                        the trainers less what a CPU never loads, 2.3 GB smaller)
 #   hack/build-images.sh --check         exit 0 when podman can run containers here, else say why
 #   (a build exits 3 when podman cannot run a container at all, 1 on any other failure)
 #   hack/build-images.sh --tag TARGET    print the tag a target gets
+#   hack/build-images.sh --base-only     make the base image only (hack/cold-images.sh times it)
 #
 # Steps:
 #   1. the base image (unless BASE_IMAGE names one): Debian bookworm with python3, made with
@@ -31,6 +34,7 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 ALL=(controller initializer torch-trainer llm-trainer)
+EXTRA=(torch-trainer-cpu llm-trainer-cpu)
 IMAGE_REPO="${IMAGE_REPO:-localhost/trainjob}"
 IMAGE_TAG="${IMAGE_TAG:-dev}"
 CACHE="${TRAINJOB_CACHE:-$HOME/.cache/trainjob}/images"
@@ -68,8 +72,10 @@ podman_problem() {
   fi
 }
 
+BASE_ONLY=""
 case "${1:-}" in
   -h|--help) usage; exit 0 ;;
+  --base-only) BASE_ONLY=1; shift ;;
   --tag) tag_of "${2:?--tag needs a target}"; exit 0 ;;
   --check)
     problem=$(podman_problem)
@@ -80,7 +86,7 @@ esac
 WANT=("$@")
 [[ ${#WANT[@]} -gt 0 ]] || WANT=("${ALL[@]}")
 for t in "${WANT[@]}"; do
-  [[ " ${ALL[*]} " == *" $t "* ]] || die "unknown target '$t' (targets: ${ALL[*]})"
+  [[ " ${ALL[*]} ${EXTRA[*]} " == *" $t "* ]] || die "unknown target '$t' (targets: ${ALL[*]} ${EXTRA[*]})"
 done
 command -v podman >/dev/null || die "podman is not installed: run scripts/setup-containers.sh (apt-get install podman runc mmdebstrap)"
 
@@ -125,6 +131,7 @@ else
     say "base $BASE: built in ${TOOK[base]} s"
   fi
 fi
+[[ -z "$BASE_ONLY" ]] || exit 0
 base_id=$(podman image inspect --format '{{.Id}}' "$BASE")
 if ! base_python=$(podman run --rm --network none "$BASE" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>&1); then
   # Exit 3: podman cannot run a container here at all (scripts/test.sh then skips, saying so).
@@ -186,18 +193,21 @@ fi
 for target in "${WANT[@]}"; do
   tag=$(tag_of "$target")
   key_parts="$content $base_id $target"
-  if [[ "$target" == *-trainer ]]; then
+  stage="${target%-cpu}" variant=cuda
+  [[ "$target" != *-cpu ]] || variant=cpu
+  if [[ "$stage" == *-trainer ]]; then
     key_parts+=" torch=$TORCH_VERSION source=$TORCH_SOURCE"
+    [[ "$variant" == cuda ]] || key_parts+=" variant=$variant"
   fi
   key=$(printf '%s' "$key_parts" | sha256sum | cut -c1-16)
   if [[ "$(label_of "$tag" trainjob.content)" == "$key" ]]; then
     say "$tag: cached ($key)"
     continue
   fi
-  say "$tag: building (target $target of docker/Containerfile on $BASE)"
+  say "$tag: building (target $stage of docker/Containerfile, TORCH_VARIANT=$variant, on $BASE)"
   args=(
-    --isolation chroot --layers --target "$target" -f "$CTX/docker/Containerfile"
-    --build-arg "BASE=$BASE" --build-arg "TORCH_SOURCE=$TORCH_SOURCE"
+    --isolation chroot --layers --target "$stage" -f "$CTX/docker/Containerfile"
+    --build-arg "BASE=$BASE" --build-arg "TORCH_SOURCE=$TORCH_SOURCE" --build-arg "TORCH_VARIANT=$variant"
     --build-arg "TORCH_VERSION=$TORCH_VERSION" --label "trainjob.content=$key" -t "$tag"
   )
   if [[ "$TORCH_SOURCE" == host ]]; then

@@ -151,3 +151,41 @@ def test_what_the_wheel_force_includes_is_in_the_build_context() -> None:
         assert f"!{top}/" in allowed, f"{source} is excluded from the build context"
     build = (REPO / "hack" / "build-images.sh").read_text()
     assert '"$REPO/manifests"' in build, "hack/build-images.sh copies manifests/ into its context"
+
+
+def test_the_cpu_variant_removes_nothing_torch_loads_on_a_cpu(tmp_path: Path) -> None:
+    """docker/torch-cpu.py (TORCH_VARIANT=cpu) against this environment's PyPI torch: none of
+    what it would remove is a file that ``import torch`` and a gloo all-reduce load (what the
+    dynamic loader maps: torch links twelve CUDA libraries, which must stay), and it does remove
+    the big unloaded parts (triton's package, cuDNN's engines)."""
+    pytest.importorskip("torch")
+    mod = _module(DOCKER / "torch-cpu.py")
+    site = Path(sysconfig.get_paths()["purelib"])
+    if not (site / "nvidia").is_dir():
+        pytest.skip("this environment's torch has no nvidia-* wheels (not PyPI's CUDA build)")
+    probe = (
+        mod.WORKLOAD
+        + "\nprint('\\n'.join(l.split()[-1] for l in open('/proc/self/maps') if '.so' in l))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+        env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    loaded = {Path(line).resolve() for line in out.stdout.splitlines() if line.startswith("/")}
+    assert any("nvidia" in str(p) for p in loaded), "torch loads CUDA libraries even on a CPU"
+    gone = [p.resolve() for p in mod.removable(site)]
+    assert {p.name for p in gone} >= {"triton", "libcudnn_engines_precompiled.so.9"}, gone
+    clash = [p for p in loaded if any(p == g or g in p.parents for g in gone)]
+    assert clash == [], f"torch-cpu.py would remove what torch loads: {clash}"
+    # and pruning is what it says, on a copy shaped like the real thing
+    fake = tmp_path / "site"
+    for rel in ("triton/__init__.py", "triton-3.9.0.dist-info/METADATA",
+                "nvidia/cudnn/lib/libcudnn.so.9", "nvidia/cudnn/lib/libcudnn_ops.so.9",
+                "nvidia/cu13/lib/libcudart.so.13", "nvidia/cu13/lib/libcudart_static.a"):  # fmt: skip
+        (fake / rel).parent.mkdir(parents=True, exist_ok=True)
+        (fake / rel).write_bytes(b"x" * 10)
+    assert mod.prune(fake) == 30
+    left = sorted(str(p.relative_to(fake)) for p in fake.rglob("*") if p.is_file())
+    assert left == ["nvidia/cu13/lib/libcudart.so.13", "nvidia/cudnn/lib/libcudnn.so.9",
+                    "triton-3.9.0.dist-info/METADATA"]  # fmt: skip
