@@ -4,8 +4,9 @@
 accumulation 8, AdamW at 3e-4 with a 100-step cosine warmup, rank-64 LoRA on q/v/output and the
 MLP, merged weights saved with the adapter: whatever torchtune's own ``llama3_2/1B_lora.yaml``
 says. :data:`TORCHTUNE` holds those values for every config of torchtune 0.6.1 this trainer
-accepts, printed by ``hack/torchtune-defaults.py`` from torchtune's files (and checked against
-them by tests/unit/trainers/test_defaults.py). A config name torchtune does not ship (e.g.
+accepts: GENERATED, not written by hand, by ``python hack/torchtune-defaults.py DIR`` from
+torchtune's ``recipes/configs`` (and checked against them by tests/unit/trainers/test_defaults.py);
+everything above the table is code. A config name torchtune does not ship (e.g.
 ``qwen2_5/1.5B_qlora``) starts from the nearest one of the same model and method
 (:func:`for_config`). Called by :mod:`.config`.
 """
