@@ -147,3 +147,9 @@ def assert_not_blank(browser: Any, png: Path) -> None:
     assert p["width"] >= 800 and p["height"] >= 400, p
     assert p["colors"] >= 50, f"{png}: {p['colors']} colours: a blank or almost blank page"
     assert p["top"] < 0.9, f"{png}: {p['top']:.0%} of it one colour"
+
+
+def phases_on(page: Any) -> list[str]:
+    """The phases of a job page's timeline bar, in order."""
+    segments = page.locator("#timeline .seg")
+    return [str(segments.nth(i).get_attribute("data-phase")) for i in range(segments.count())]
