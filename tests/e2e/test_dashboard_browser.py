@@ -8,16 +8,16 @@
 - a log line that is HTML stays text (no element, no script);
 - delete asks first: cancelling keeps the job, confirming deletes it and the row goes;
 - a job reporting progress (``trainjob.update_trainjob_status``): its loss curve is drawn while it
-  runs and ends with as many points as it reported; and the issue's demo, the LoRA fine-tune of
-  examples/llm-lora.yaml (one node of 2 processes: torchtune refuses multi-node LoRA), watched
-  the same way (both need the local backend to keep progress reports: skipped, saying so, until
-  it does);
+  runs and ends with as many points as it reported; and the issue's demo, a real 2-node LoRA
+  fine-tune (trainjob's ``trl sft --use_peft`` on ``trl-distributed``, 120 steps of a tiny
+  Llama made here), watched the same way;
 - screenshots of the pages are saved as artifacts (build/test-artifacts/dashboard/, or
   ``$TRAINJOB_TEST_ARTIFACTS``), and the browser checks they are not blank.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -30,6 +30,7 @@ from tests.e2e.dashboard_browser import (
     ROOT,
     Dashboard,
     assert_not_blank,
+    phases_on,
     screenshot,
     start_dashboard,
     stop,
@@ -70,12 +71,6 @@ def dashboard(home: Path) -> Iterator[Dashboard]:
 def phase_of(page: Any, key: str) -> str:
     cell = page.locator(f"tr[data-key='{key}'] td.phase-cell")
     return str(cell.text_content(timeout=2000) or "") if cell.count() else ""
-
-
-def phases_on(page: Any) -> list[str]:
-    """The phases of a job page's timeline bar, in order."""
-    segments = page.locator("#timeline .seg")
-    return [str(segments.nth(i).get_attribute("data-phase")) for i in range(segments.count())]
 
 
 def open_page(browser: Any, url: str, problems: list[str]) -> tuple[Any, list[str]]:
@@ -239,30 +234,74 @@ def test_the_loss_curve_grows_as_the_job_reports(
 def test_llm_fine_tune_in_the_dashboard(
     home: Path, dashboard: Dashboard, browser: Any, tmp_path: Path
 ) -> None:
-    """The issue's demo: the LoRA fine-tune of examples/llm-lora.yaml (the built-in torchtune
-    runtime, its initializers, the LLM trainer over 2 gloo processes reporting through
-    transformers' Kubeflow callback) watched in the browser: its loss curve grows while it
-    trains, and ends with as many points as it reported. One node: torchtune's rules, which
-    trainjob keeps, refuse LoRA over several nodes (numNodes must be 1 for llama3_2/1B)."""
+    """The issue's demo: a 2-node LoRA fine-tune (trainjob's ``trl sft --use_peft`` on the
+    ``trl-distributed`` runtime, its initializers fetching a tiny Llama and a chat dataset made
+    here, gloo across the 2 nodes, progress through transformers' Kubeflow callback) watched in
+    the browser: it appears with 2 nodes and turns Running without a reload, its loss curve grows
+    while it trains and ends with as many points as it reported, its log streams to the saved
+    adapter. Kept small: 120 steps of a 2-layer model (~20 s), long enough for several reports
+    (the callback sends at most one each 5 s). (examples/llm-lora.yaml's torchtune runtime keeps
+    upstream's rule that refuses LoRA over several nodes: docs/fine-tuning.md.)"""
     pytest.importorskip("peft")
-    import yaml
+    pytest.importorskip("trl")
+    from tests.e2e.test_llm_table_stakes import conversations
+    from tests.e2e.test_llm_trl import TEMPLATE
+    from tests.unit.trainers import tiny
 
     from trainjob.api.trainer import TrainJob
-    from trainjob.trainers.llm import demo
 
-    demo.main([str(tmp_path / "demo")])
-    doc = yaml.safe_load((ROOT / "examples" / "llm-lora.yaml").read_text())
-    doc["spec"]["initializer"]["dataset"]["storageUri"] = f"file://{tmp_path}/demo/dataset"
-    doc["spec"]["initializer"]["model"]["storageUri"] = f"file://{tmp_path}/demo/model"
-    # More epochs than the example's 3 (seconds of training, one report of the throttled 5 s):
-    # long enough for several reports, so the curve is seen to grow.
-    args = doc["spec"]["trainer"]["args"]
-    doc["spec"]["trainer"]["args"] = ["epochs=40" if a.startswith("epochs=") else a for a in args]
+    sources = tmp_path / "sources"
+    tiny.checkpoint(sources / "model")
+    tiny.tokenizer(chat_template=TEMPLATE).save_pretrained(str(sources / "model"))
+    (sources / "chat").mkdir()
+    (sources / "chat" / "train.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in conversations(16))
+    )
+    doc = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "llm-lora"},
+        "spec": {
+            "runtimeRef": {"name": "trl-distributed"},
+            "initializer": {
+                "model": {"storageUri": f"file://{sources / 'model'}"},
+                "dataset": {"storageUri": f"file://{sources / 'chat'}"},
+            },
+            "trainer": {
+                "numNodes": 2,
+                "resourcesPerNode": {"requests": {"cpu": "1"}},
+                "command": ["trl"],
+                "args": [
+                    "sft",
+                    "--model_name_or_path=/workspace/model",
+                    "--dataset_name=/workspace/dataset",
+                    "--output_dir=/workspace/output",
+                    "--use_peft",
+                    "--lora_r=8",
+                    "--lora_alpha=16",
+                    "--max_length=48",
+                    "--per_device_train_batch_size=1",
+                    "--max_steps=120",
+                    "--learning_rate=1e-2",
+                    "--lr_scheduler_type=constant",
+                    "--logging_steps=1",
+                    "--save_strategy=no",
+                    "--seed=1",
+                ],
+            },
+        },
+    }
     ex = LocalExecutor(home)
-    ex.submit(TrainJob.model_validate(doc), cwd=str(tmp_path))
     problems: list[str] = []
+    jobs, jobs_navigations = open_page(browser, dashboard.url + "/", problems)
+    jobs.locator("#count").wait_for()
+    ex.submit(TrainJob.model_validate(doc), cwd=str(tmp_path))
+    key = "default/llm-lora"
+    until("the job's row", lambda: jobs.locator(f"tr[data-key='{key}']").count() == 1, 60)
+    assert jobs.locator(f"tr[data-key='{key}'] td.nodes").text_content() == "2"
     page, navigations = open_page(browser, dashboard.url + "/jobs/default/llm-lora", problems)
     until("Running", lambda: page.locator("#head [data-phase='Running']").count() == 1, 300)
+    until("Running on the Jobs page", lambda: phase_of(jobs, key) == "Running", 30)
     chart = page.locator(".chart[data-metric='loss']")
     until("a loss curve", lambda: chart.count() == 1, 600, every=1)
     seen = int(chart.get_attribute("data-points") or 0)
@@ -275,7 +314,8 @@ def test_llm_fine_tune_in_the_dashboard(
         900,
         every=1,
     )
-    assert ex.state("llm-lora", "default").phase == "Complete"
+    state = ex.state("llm-lora", "default")
+    assert state.phase == "Complete", (state.reason, state.message)
     reported = ex.metric_history("llm-lora", "default")
     with_loss = [s for s in reported if s.number("loss") is not None]
     until(
@@ -283,9 +323,11 @@ def test_llm_fine_tune_in_the_dashboard(
     )
     assert len(with_loss) > seen >= 1, (seen, len(with_loss))  # it grew
     assert float(chart.get_attribute("data-last") or "nan") == with_loss[-1].number("loss")
-    until(
-        "the log", lambda: "saved LoRA adapter" in (page.locator("#log").text_content() or ""), 60
-    )
+    log = page.locator("#log")
+    until("the log", lambda: "saved LoRA adapter (peft)" in (log.text_content() or ""), 60)
+    assert "trl sft: 2 process(es)" in (log.text_content() or "")  # both nodes train as one
+    assert phases_on(page)[-2:] == ["Running", "Complete"], phases_on(page)
+    until("Complete on the Jobs page", lambda: phase_of(jobs, key) == "Complete", 30)
     assert "Output" in (page.locator("#summary").text_content() or "")
     assert_not_blank(browser, screenshot(page, "job-llm-lora.png"))
     # The top of the page (summary, progress, the first curves), for README's picture (TRAINJOB_UPDATE_DOCS_SCREENSHOT=1 writes it).
@@ -294,4 +336,14 @@ def test_llm_fine_tune_in_the_dashboard(
     assert_not_blank(browser, top)
     if os.environ.get("TRAINJOB_UPDATE_DOCS_SCREENSHOT"):
         shutil.copyfile(top, ROOT / "docs" / "dashboard-job.png")
-    assert len(navigations) == 1 and problems == []
+    assert len(navigations) == 1 and len(jobs_navigations) == 1
+    # Delete asks first; the adapter it wrote outlives the job.
+    page.click("#action-delete")
+    until("the confirmation", page.locator("dialog#confirm").is_visible, 10)
+    page.click("#confirm-cancel")
+    assert ex.exists("llm-lora", "default")
+    page.click("#action-delete")
+    page.click("#confirm-ok")
+    until("the job deleted", lambda: not ex.exists("llm-lora", "default"), 60)
+    until("the row gone", lambda: jobs.locator(f"tr[data-key='{key}']").count() == 0, 30)
+    assert problems == []

@@ -15,7 +15,9 @@ lock held past the busy timeout is :class:`StoreBusyError`, a truncated or garbl
 :class:`StoreDamagedError`. Reading needs no write lock (the schema is only written when it must
 be created or upgraded), so reads work beside a long transaction and on a read-only home. Called by :mod:`trainjob.local.executor` and :mod:`trainjob.local.supervisor`.
 The tables and their upgrades are in :mod:`trainjob.local.schema`, the rows in
-:mod:`trainjob.local.rows`.
+:mod:`trainjob.local.rows`. Each write of a job's TrainJob, runtime or status also sets the
+listing's columns that follow from them (:func:`trainjob.local.rows.derived`), so a listing of
+every job (:meth:`Store.listing`) reads scalars and parses no TrainJob.
 """
 
 from __future__ import annotations
