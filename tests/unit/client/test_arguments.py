@@ -159,7 +159,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     ),
     "runtime-unknown": (
         "RuntimeError",
-        "Runtime 'no-such-runtime' not found (runtimes: deepspeed-distributed, jax-distributed, mpi-distributed, torch-distributed, torchtune-llama3.2-1b, torchtune-llama3.2-3b, torchtune-qwen2.5-1.5b, trl-distributed, xgboost-distributed)",
+        "Runtime 'no-such-runtime' not found (runtimes: deepspeed-distributed, jax-distributed, mpi-distributed, torch-distributed, torchtune-llama3.2-1b, torchtune-llama3.2-3b, torchtune-llama3.3-70b, torchtune-qwen2.5-1.5b, trl-distributed, xgboost-distributed)",
     ),
     "trainer-is-a-string": (
         "TypeError",

@@ -93,6 +93,15 @@ class TrainConfig:
     num_cycles: float = 0.5
     clip_grad_norm: float | None = None
     activation_checkpointing: bool = False
+    fsdp: bool = False
+    """Shard parameters, gradients and optimizer state over the processes (FSDP2, as torchtune's
+    distributed recipes do) instead of a full replica on each (DDP). On by default for the
+    ``*_full_multinode`` configs: a model too large for one node (KEP-2401's 70B example)."""
+    fsdp_reshard_after_forward: bool = True
+    """FSDP2: free each layer's gathered parameters after its forward (False: keep them for the
+    backward, less communication and more memory; torchtune's key)."""
+    fsdp_cpu_offload: bool = False
+    """FSDP2: keep the sharded parameters and optimizer state in CPU memory between uses (GPU)."""
     save_adapter_weights_only: bool = False
     """LoRA: save only the adapter (False, torchtune's default: the merged model too)."""
     save_every_n_steps: int | None = None
@@ -134,6 +143,7 @@ def recipe_defaults(
         "activation_checkpointing": d.activation_checkpointing,
         "save_adapter_weights_only": d.save_adapter_weights_only,
         "max_seq_len": d.max_seq_len,
+        "fsdp": rec.variant == "full_multinode",
     }
     if d.warmup_steps is not None:
         top["lr_scheduler"] = schedule.COSINE
@@ -182,6 +192,7 @@ def build(recipe: str, config: str, overrides: Sequence[str]) -> TrainConfig:
                 f"(the runtimes use {key}=/workspace/{'model' if name == 'checkpoint_dir' else 'output'})"
             )
     _check_scheduler(parsed, top)
+    _check_fsdp(rec, parsed, top)
     _check_lora(lora)
     if not dataset.get("data_dir") and not dataset.get("data_files"):
         found = initializer_dataset_dir(str(top["checkpoint_dir"]))
@@ -235,6 +246,34 @@ def _check_scheduler(parsed: dict[str, tuple[str, Value]], top: dict[str, Value]
             f"{named[-1]}=null turns the scheduler off, but {tuning[0]} is set; drop one of them"
         )
     top["lr_scheduler"] = schedule.COSINE
+
+
+FSDP_KEYS = ("fsdp_reshard_after_forward", "fsdp_cpu_offload")
+"""The FSDP2 options, which mean nothing without ``fsdp``."""
+
+
+def _check_fsdp(
+    rec: recipes.Recipe,
+    parsed: dict[str, tuple[str, Value]],
+    top: dict[str, Value],
+) -> None:
+    """FSDP shards over the processes of a distributed recipe; its options need it on."""
+    if not top.get("fsdp"):
+        on = [k for k in FSDP_KEYS if k in parsed]
+        if on:
+            raise TrainerError(f"{on[0]} is an FSDP option but fsdp is off; add fsdp=True")
+        return
+    if not rec.distributed:
+        raise TrainerError(
+            f'fsdp=True shards the model over processes, but recipe "{rec.recipe}" runs one; '
+            f"use {rec.method}_finetune_distributed, or drop fsdp"
+        )
+    if rec.method is recipes.Method.LORA:
+        raise TrainerError(
+            "fsdp=True shards a full fine-tune; LoRA trains with a replica of the frozen base on "
+            "each process here (DDP of the small adapter): drop fsdp, or use "
+            "full_finetune_distributed"
+        )
 
 
 def _check_lora(lora: dict[str, Value]) -> None:

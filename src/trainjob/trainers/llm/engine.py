@@ -106,9 +106,15 @@ def training_arguments(cfg: config_mod.TrainConfig, cuda: bool, world: int) -> A
     """TRL's SFTConfig (transformers' TrainingArguments) for this run."""
     from trl import SFTConfig  # type: ignore[attr-defined]
 
+    return SFTConfig(**training_kwargs(cfg, cuda, world))
+
+
+def training_kwargs(cfg: config_mod.TrainConfig, cuda: bool, world: int) -> dict[str, Any]:
+    """The arguments of :func:`training_arguments` (SFTConfig with FSDP can only be made in a
+    process group: the tests read these)."""
     steps = cfg.save_every_n_steps
     evaluating = cfg.dataset_val is not None
-    return SFTConfig(
+    return dict(
         output_dir=checkpoint.checkpoints_dir(cfg.output_dir),
         per_device_train_batch_size=cfg.batch_size,
         per_device_eval_batch_size=cfg.batch_size,
@@ -124,7 +130,8 @@ def training_arguments(cfg: config_mod.TrainConfig, cuda: bool, world: int) -> A
         lr_scheduler_kwargs={"num_cycles": cfg.num_cycles} if cfg.lr_scheduler else {},
         warmup_steps=cfg.warmup_steps if cfg.lr_scheduler else 0,
         max_grad_norm=cfg.clip_grad_norm or 0.0,
-        **checkpointing(cfg.activation_checkpointing),
+        **checkpointing(cfg.activation_checkpointing and not sharded(cfg, world)),
+        **fsdp_arguments(cfg, world),
         logging_steps=cfg.log_every_n_steps,
         logging_strategy="steps",
         save_strategy="steps" if steps else "no",
@@ -150,6 +157,75 @@ def training_arguments(cfg: config_mod.TrainConfig, cuda: bool, world: int) -> A
         remove_unused_columns=False,
         average_tokens_across_devices=True,
     )
+
+
+def sharded(cfg: config_mod.TrainConfig, world: int) -> bool:
+    """Whether this run shards the model with FSDP2 (``fsdp=True`` over more than one process)."""
+    return cfg.fsdp and world > 1
+
+
+def fsdp_arguments(cfg: config_mod.TrainConfig, world: int) -> dict[str, Any]:
+    """transformers' ``fsdp``/``fsdp_config`` for accelerate's FSDP2 (``fully_shard`` of each
+    decoder layer, the classes the model's ``_no_split_modules`` names, then the root).
+
+    The full state dict is gathered for saving, so output_dir holds one ``model.safetensors``
+    that loads anywhere, as a DDP run's does; activation checkpointing is FSDP's own (the
+    training argument would add an all-gather in the backward pass).
+    """
+    if not sharded(cfg, world):
+        return {}
+    return {
+        "fsdp": True,
+        "fsdp_config": {
+            "version": 2,
+            "reshard_after_forward": cfg.fsdp_reshard_after_forward,
+            "cpu_offload": cfg.fsdp_cpu_offload,
+            "activation_checkpointing": cfg.activation_checkpointing,
+            "state_dict_type": "FULL_STATE_DICT",
+            "cpu_ram_efficient_loading": False,
+        },
+    }
+
+
+def enable_fsdp_on_cpu(trainer: Any) -> None:
+    """accelerate applies an FSDP plugin on accelerators only (MULTI_CPU keeps DDP); FSDP2's
+    ``fully_shard`` itself runs on CPU tensors over gloo, so on CPU the plugin is set here,
+    after the accelerator is made and before the model is wrapped."""
+    from accelerate import PartialState  # type: ignore[import-untyped]
+    from accelerate.utils import (  # type: ignore[import-untyped]
+        DistributedType,
+        FullyShardedDataParallelPlugin,
+    )
+
+    state = trainer.accelerator.state
+    if trainer.args.fsdp_plugin_args is None or getattr(state, "fsdp_plugin", None) is not None:
+        return
+    state.fsdp_plugin = FullyShardedDataParallelPlugin(**trainer.args.fsdp_plugin_args)
+    state.distributed_type = DistributedType.FSDP
+    # every AcceleratorState() made later copies PartialState's type over its own
+    PartialState().distributed_type = DistributedType.FSDP
+    trainer.is_fsdp_enabled = True
+
+
+def save_gathered(trainer: Any, output_dir: str, state_dict: dict[str, Any]) -> None:
+    """Rank 0 writes the gathered full state dict of an FSDP model as a plain checkpoint.
+
+    transformers' ``save_pretrained`` on the sharded model looks for tied weights in its
+    parameters, which are shards (DTensors) it cannot flatten; a plain copy of the model built
+    from its config holds the full weights and saves as any other checkpoint.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if not trainer.args.should_save:
+        return
+    config = trainer.model.config
+    with torch.device("meta"):
+        plain = AutoModelForCausalLM.from_config(config, torch_dtype=trainer.model.dtype)  # type: ignore[no-untyped-call]
+    plain.load_state_dict(state_dict, strict=False, assign=True)
+    plain.tie_weights()
+    plain.save_pretrained(output_dir)
+    torch.save(trainer.args, os.path.join(output_dir, "training_args.bin"))
 
 
 def checkpointing(on: bool) -> dict[str, Any]:
@@ -201,6 +277,20 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
 
     class Trainer(base):  # type: ignore[misc]
         run: Run
+
+        def create_accelerator_and_postprocess(self) -> None:
+            super().create_accelerator_and_postprocess()
+            enable_fsdp_on_cpu(self)
+
+        def _save(self, output_dir: str | None = None, state_dict: Any = None) -> None:
+            if (
+                self.is_fsdp_enabled
+                and state_dict is not None
+                and not hasattr(self.model, "peft_config")
+            ):
+                save_gathered(self, output_dir or self.args.output_dir, state_dict)
+                return
+            super()._save(output_dir, state_dict)
 
         def compute_loss(  # type: ignore[no-untyped-def]
             self, model, inputs, return_outputs=False, num_items_in_batch=None

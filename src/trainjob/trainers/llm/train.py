@@ -165,6 +165,15 @@ def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtyp
     trainable = [p for p in net.parameters() if p.requires_grad]
     total = sum(p.numel() for p in net.parameters())
     log(f"model: {total} parameters, {sum(p.numel() for p in trainable)} trainable", rank)
+    if engine.sharded(cfg, world):
+        log(
+            f"FSDP2: parameters, gradients and optimizer state sharded over {world} processes "
+            f"({'nccl' if device.type == 'cuda' else 'gloo'}; about {total // world} parameters "
+            f"each)",
+            rank,
+        )
+    elif cfg.fsdp:
+        log("fsdp=True but this run has one process: nothing to shard (a plain run)", rank)
     log(
         f"training: {cfg.epochs} epoch(s) of {per_epoch} step(s), batch {cfg.batch_size} x "
         f"{cfg.gradient_accumulation_steps} accumulation x {world} process(es)",
