@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from trainjob.api import phases
 from trainjob.executor import model, triage
 from trainjob.executor.model import (
     Event,
@@ -240,14 +241,15 @@ class Executor(abc.ABC):
     def watch_states(
         self, namespace: str | None = None, *, pods: bool = False
     ) -> Iterator[list[JobState]]:
-        """Every job's state now, then, each time any job's phase or restarts change (or a job
+        """Every job's state now, then, each time any job's phase, phase condition (a live
+        job's: :mod:`trainjob.api.phases`), restarts or progress report change (or a job
         appears), the jobs that changed; forever (the caller stops reading)."""
-        last: dict[tuple[str, str], tuple[str, int]] = {}
+        last: dict[tuple[str, str], tuple[object, ...]] = {}
         first = True
         while True:
             changed = []
             for s in self.states(namespace, pods=pods):
-                key, seen = (s.namespace, s.name), (s.phase, s.restarts)
+                key, seen = (s.namespace, s.name), _watched(s)
                 if first or last.get(key) != seen:
                     changed.append(s)
                 last[key] = seen
@@ -316,3 +318,13 @@ class Executor(abc.ABC):
                 raise item
             else:
                 yield item
+
+
+def _watched(s: JobState) -> tuple[object, ...]:
+    """What a change of makes :meth:`Executor.watch_states` report a job again."""
+    report = s.progress
+    doing = None
+    if not s.finished:
+        now = phases.current((s.trainjob.get("status") or {}).get("conditions"))
+        doing = now.type if now else None
+    return (s.phase, s.restarts, doing, report.time if report else None)

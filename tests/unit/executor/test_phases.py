@@ -52,3 +52,17 @@ def test_initializing_then_running_then_restarting() -> None:
 def test_a_finished_job_is_its_phase_and_reason() -> None:
     s = st.JobState("j", "ns", st.FAILED, "t", reason="FailedJobs")
     assert phases.activity(s) == ("Failed", "FailedJobs")
+
+
+def test_watch_reports_a_job_again_on_a_progress_report_or_a_phase_condition() -> None:
+    from trainjob.executor.base import _watched
+
+    def report(at: str, pct: int) -> dict[str, Any]:
+        return {"trainerStatus": {"lastUpdatedTime": at, "progressPercentage": pct}}
+
+    a = _state(status=report("2026-01-01T00:00:00Z", 10))
+    b = _state(status=report("2026-01-01T00:00:05Z", 40))
+    assert _watched(a) != _watched(b), "a new report"
+    assert _watched(a) == _watched(_state(status=report("2026-01-01T00:00:00Z", 10)))
+    restarting = {"conditions": [{"type": "Restarting", "status": "True", "reason": "R"}]}
+    assert _watched(_state(status=restarting)) != _watched(_state(status={}))
