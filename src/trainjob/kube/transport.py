@@ -157,6 +157,20 @@ _STALE = (
 )
 
 
+@contextlib.contextmanager
+def _failures_closing(conn: http.client.HTTPConnection, timeout: float) -> Iterator[None]:
+    """An exchange on ``conn`` that fails closes it and is a TransportError (a timeout one that
+    says how long it waited): one rule for every request and stream of the pool."""
+    try:
+        yield
+    except TimeoutError as e:
+        conn.close()
+        raise TransportError(f"timed out after {timeout:g}s", timeout=True) from e
+    except (OSError, http.client.HTTPException) as e:
+        conn.close()
+        raise TransportError(_describe(e)) from e
+
+
 def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
     """An idle connection that reads as readable has been closed by the server (or holds bytes
     nobody asked for): never reuse it (httpcore checks the same before reusing one)."""
@@ -246,21 +260,16 @@ class Pool:
                     conn = self._connect(timeout)
                 elif conn.sock is not None:
                     conn.sock.settimeout(timeout)
-                try:
-                    self._send(conn, method, url, headers, content)
-                    resp = conn.getresponse()
-                    data = resp.read()
-                except _STALE as e:
-                    conn.close()
-                    if reused and attempt == 0:
-                        continue  # the server closed the idle connection: once more, fresh
-                    raise TransportError(_describe(e)) from e
-                except TimeoutError as e:
-                    conn.close()
-                    raise TransportError(f"timed out after {timeout:g}s", timeout=True) from e
-                except (OSError, http.client.HTTPException) as e:
-                    conn.close()
-                    raise TransportError(_describe(e)) from e
+                with _failures_closing(conn, timeout):
+                    try:
+                        self._send(conn, method, url, headers, content)
+                        resp = conn.getresponse()
+                        data = resp.read()
+                    except _STALE:
+                        if reused and attempt == 0:
+                            conn.close()
+                            continue  # the server closed the idle connection: once more, fresh
+                        raise
                 if resp.will_close or self._closed:
                     conn.close()
                 else:
@@ -279,15 +288,9 @@ class Pool:
         read_timeout: float | None,
     ) -> Stream:
         conn = self._connect(timeout)
-        try:
+        with _failures_closing(conn, timeout):
             self._send(conn, method, _url(self.base, path, params), headers, None)
             resp = conn.getresponse()
-        except TimeoutError as e:
-            conn.close()
-            raise TransportError(f"timed out after {timeout:g}s", timeout=True) from e
-        except (OSError, http.client.HTTPException) as e:
-            conn.close()
-            raise TransportError(_describe(e)) from e
         if conn.sock is not None:
             conn.sock.settimeout(read_timeout)
         return _PoolStream(conn, resp)
@@ -389,9 +392,7 @@ class Httpx:
                 extensions=self._extensions,
             )
         except self._httpx.TransportError as e:
-            raise TransportError(
-                str(e) or type(e).__name__, timeout=isinstance(e, self._httpx.TimeoutException)
-            ) from e
+            raise _from_httpx(self._httpx, e) from e
         return Response(resp.status_code, resp.headers, resp.content)
 
     def stream(
@@ -415,13 +416,16 @@ class Httpx:
         try:
             resp = self._http.send(req, stream=True)
         except httpx.TransportError as e:
-            raise TransportError(
-                str(e) or type(e).__name__, timeout=isinstance(e, httpx.TimeoutException)
-            ) from e
+            raise _from_httpx(httpx, e) from e
         return _HttpxStream(httpx, resp)
 
     def close(self) -> None:
         self._http.close()
+
+
+def _from_httpx(httpx: Any, e: BaseException) -> TransportError:
+    """An httpx failure as a TransportError (a timeout one when httpx timed out)."""
+    return TransportError(str(e) or type(e).__name__, timeout=isinstance(e, httpx.TimeoutException))
 
 
 class _HttpxStream:
@@ -440,9 +444,7 @@ class _HttpxStream:
         try:
             yield from self.resp.iter_lines()
         except (self._httpx.HTTPError, RuntimeError, OSError) as e:
-            raise TransportError(
-                str(e) or type(e).__name__, timeout=isinstance(e, self._httpx.TimeoutException)
-            ) from e
+            raise _from_httpx(self._httpx, e) from e
 
     def shutdown(self) -> None:
         # A blocked read only returns once the socket is shut down; closing the response from
