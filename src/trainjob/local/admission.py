@@ -20,8 +20,7 @@ from trainjob.api import constants as c
 from trainjob.api.base import to_dict
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.errors import ConfigError, FieldError, InvalidError
-from trainjob.executor import model as st
-from trainjob.local import limits, mpi, pods
+from trainjob.local import jobset_rules, limits, mpi, pods
 from trainjob.local import runner as runners
 from trainjob.local import runtimes as local_runtimes
 from trainjob.local.home import DEFAULT_NAMESPACE
@@ -94,24 +93,10 @@ def preflight(
         raise ConfigError("; ".join(problems))
     plan = Plan(tuple(copy.deepcopy(list(plan.objects))))
     local_mpi = mpi.adapt(plan, runtime) if not runner else None
-    templates = pods.pod_templates(plan, uid)
-    rows: list[PodRow] = []
-    for t in templates:
-        skipped = bool(local_mpi and local_mpi.skips(t))
-        rows.append(
-            PodRow(
-                ns,
-                name,
-                uid,
-                t.job,
-                t.job_index,
-                t.index,
-                t.name,
-                st.POD_PENDING,
-                message=mpi.SKIPPED_MESSAGE if skipped else "",
-            )
-        )
-    return rows
+    rows, _virtual = jobset_rules.pending_rows(
+        pods.pod_templates(plan, uid), ns, name, uid, 0, local_mpi
+    )
+    return list(rows.values())
 
 
 def new_uid() -> str:

@@ -14,10 +14,9 @@ import logging
 from pathlib import Path
 
 from trainjob.errors import ConfigError
-from trainjob.local import files, podrun, pods, procs, ptree
+from trainjob.local import files, podrun, pods, procs
 from trainjob.local import home as homes
-from trainjob.local import runner as runners
-from trainjob.local.liveness import job_processes
+from trainjob.local.liveness import stop_processes
 from trainjob.local.store import JobRow, Store, StoreFullError
 from trainjob.runtime.plan import Plan
 
@@ -39,13 +38,9 @@ def delete(store: Store, home: Path, row: JobRow, *, purge: bool = False) -> Non
     if pid and not procs.wait_gone(pid, token, timeout=grace):
         procs.kill_group(pid)
         procs.wait_gone(pid, token, timeout=5.0)
-    for p in store.pods(namespace, name):
-        if p.pid and procs.alive(p.pid, p.pid_start):
-            procs.kill_group(p.pid)
     # What the supervisor knew and whatever carries the job's mark (it was killed before it
     # could stop them).
-    ptree.end(job_processes(home, row), grace=0)
-    runners.clean_up(row.runner, namespace, name, row.uid)
+    stop_processes(store, home, row)
     try:
         files.remove_tree(home, homes.job_dir(home, namespace, name))
     except files.UnsafePathError as e:  # a link planted on the way: its target is left alone

@@ -56,13 +56,7 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
     and event kept in ``unwritten``), so that readers still see the job Failed; the next reader
     records it once there is room.
     """
-    for p in store.pods(row.namespace, row.name):
-        if p.pid and procs.alive(p.pid, p.pid_start):
-            procs.kill_group(p.pid)
-    ptree.end(job_processes(home, row), grace=0)  # every process of the job, any session
-    from trainjob.local import runner as runners  # its backends load only for a dead job
-
-    runners.clean_up(row.runner, row.namespace, row.name, row.uid)
+    stop_processes(store, home, row)
     ts = times.now()
     sup_log = homes.supervisor_log(home, row.namespace, row.name)
     if row.supervisor_pid is None:
@@ -112,6 +106,18 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
     except StoreFullError:
         unwritten[row.uid] = (pods_now, event)
     return dataclasses.replace(row, **failed)
+
+
+def stop_processes(store: Store, home: Path, row: JobRow) -> None:
+    """Kill whatever of ``row``'s job still runs without its supervisor: its pods' process
+    groups, every process of the job in any session, what its pod runner left (containers)."""
+    for p in store.pods(row.namespace, row.name):
+        if p.pid and procs.alive(p.pid, p.pid_start):
+            procs.kill_group(p.pid)
+    ptree.end(job_processes(home, row), grace=0)  # every process of the job, any session
+    from trainjob.local import runner as runners  # its backends load only for a dead job
+
+    runners.clean_up(row.runner, row.namespace, row.name, row.uid)
 
 
 def job_processes(home: Path, row: JobRow) -> ptree.Procs:
