@@ -1,7 +1,7 @@
 """The dashboard's ASGI app (Starlette): three pages, a JSON API and server-sent event streams.
 
-Pages (static HTML and JS shipped in the wheel, ``static/``; no data is ever written into HTML
-on the server, the browser sets it as text): ``/`` the Jobs, ``/jobs/NS/NAME`` a job,
+Pages (one HTML frame, ``page.html``, with each page's title and script; JS shipped in the
+wheel, ``static/``; no data is ever written into HTML on the server, the browser sets it as text): ``/`` the Jobs, ``/jobs/NS/NAME`` a job,
 ``/runtimes`` the runtimes. The API, over one :class:`~trainjob.executor.base.Executor` (the
 backend the CLI uses, opened once per worker thread):
 
@@ -36,7 +36,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
-    FileResponse,
+    HTMLResponse,
     JSONResponse,
     PlainTextResponse,
     Response,
@@ -347,11 +347,25 @@ class Dashboard:
 _NO_STORE = {"cache-control": "no-store"}
 
 
-def _page(file: str) -> Callable[[Request], Any]:
-    """A page: its static HTML (the data comes from the API, set as text by its script)."""
+_UPLOT = (
+    '<link rel="stylesheet" href="/static/vendor/uPlot.min.css">\n'
+    '<script src="/static/vendor/uPlot.iife.min.js" defer></script>\n'
+)
 
-    async def page(request: Request) -> FileResponse:
-        return FileResponse(STATIC / file, headers=_NO_STORE)
+
+def _page(name: str, title: str, head: str = "") -> Callable[[Request], Any]:
+    """A page: the one frame (``page.html``) with the page's title, script ``static/NAME.js`` and
+    ``head`` (constants only: the data comes from the API, set as text by its script)."""
+    html = (
+        (Path(__file__).parent / "page.html")
+        .read_text()
+        .replace("__TITLE__", title)
+        .replace("__HEAD__", head)
+        .replace("__PAGE__", name)
+    )
+
+    async def page(request: Request) -> HTMLResponse:
+        return HTMLResponse(html, headers=_NO_STORE)
 
     return page
 
@@ -399,9 +413,9 @@ def create_app(
     d = Dashboard(opener, poll=poll)
     job = "/api/jobs/{namespace}/{name}"
     routes = [
-        Route("/", _page("jobs.html"), methods=["GET"]),
-        Route("/jobs/{namespace}/{name}", _page("job.html"), methods=["GET"]),
-        Route("/runtimes", _page("runtimes.html"), methods=["GET"]),
+        Route("/", _page("jobs", "Jobs"), methods=["GET"]),
+        Route("/jobs/{namespace}/{name}", _page("job", "Job", _UPLOT), methods=["GET"]),
+        Route("/runtimes", _page("runtimes", "Runtimes"), methods=["GET"]),
         Route("/api/jobs", d.jobs, methods=["GET"]),
         Route("/api/jobs/stream", d.jobs_stream, methods=["GET"]),
         Route(job, d.job, methods=["GET"]),
