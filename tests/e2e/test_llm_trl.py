@@ -11,6 +11,10 @@ would be from ``hf://`` or ``s3://``: the runtime names no model.
 - SDK: ``TrainerClient().train(trainer=BuiltinTrainer(config=TRLConfig(method=TRLMethod.DPO,
   ...)))`` with no runtime named (the one ``trl`` runtime is taken) on a preference dataset:
   the reward margin rises.
+- SDK: GRPO (``TRLMethod.GRPO``) on a prompts dataset with a reward given in config
+  (``reward_funcs=["length_reward"]``, trainjob's built-in; a dotted import path works too):
+  completions generated with transformers in the process (no vLLM, no hub), each step's mean
+  reward logged.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}assistant : {% endif %}"
 )
 STEP = re.compile(r"^Epoch (\d+)/\d+ step \d+/\d+ loss ([0-9.]+) lr \S+(?: reward margin (\S+))?$")
+GRPO_STEP = re.compile(r"^Epoch \d+/\d+ step \d+/\d+ loss -?[0-9.]+ lr \S+ reward (-?[0-9.]+)$")
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +70,9 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ] * 4
     (root / "preferences").mkdir()
     (root / "preferences" / "train.jsonl").write_text("\n".join(json.dumps(r) for r in prefs))
+    (root / "prompts").mkdir()
+    prompts = [{"prompt": f"repeat {w}"} for w in words] * 2
+    (root / "prompts" / "train.jsonl").write_text("\n".join(json.dumps(r) for r in prompts))
     return root
 
 
@@ -194,6 +202,50 @@ def test_sdk_dpo_on_a_preference_dataset_raises_the_reward_margin(
     print(f"DPO reward margin: {margins[0]:.4f} -> {margins[-1]:.4f}")
     assert margins[-1] > margins[0] + 0.02, margins
     out = Path(job.outputs["output_dir"])  # kept after the job, under $TRAINJOB_HOME/outputs
+    assert (out / "model.safetensors").is_file()
+
+
+def test_sdk_grpo_with_a_reward_given_in_config_logs_the_reward(
+    sources: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    client = TrainerClient(LocalBackendConfig(home=tmp_path / "home", cwd=str(work)))
+    model_uri, data_uri = f"file://{sources / 'model'}", f"file://{sources / 'prompts'}"
+    name = client.train(
+        initializer=Initializer(
+            model=HuggingFaceModelInitializer(storage_uri=model_uri),
+            dataset=HuggingFaceDatasetInitializer(storage_uri=data_uri),
+        ),
+        trainer=BuiltinTrainer(
+            config=TRLConfig(
+                method=TRLMethod.GRPO,
+                model_name_or_path=model_uri,
+                dataset_name=data_uri,
+                reward_funcs=["length_reward"],
+                num_generations=4,
+                learning_rate=1e-2,
+                per_device_train_batch_size=4,
+                extra_args=[
+                    "--max_completion_length=8",
+                    "--max_steps=4",
+                    "--logging_steps=1",
+                    "--seed=1",
+                ],
+            )
+        ),
+    )
+    job = client.wait_for_job_status(name, status={"Complete", "Failed"}, timeout=600)
+    logs = list(client.get_job_logs(name))
+    assert job.status == "Complete", logs[-40:]
+    assert "trl grpo: 1 process(es), device cpu, dtype float32" in logs, logs
+    assert "rewards: length_reward; 4 completions per prompt, up to 8 tokens" in logs, logs
+    got = [float(m[1]) for line in logs if (m := GRPO_STEP.match(line))]
+    print(f"GRPO mean reward per step: {got}")
+    assert len(got) == 4, logs
+    # length_reward is minus a tenth of the words: up to 8 tokens, so in [-0.8, 0]
+    assert all(-0.8 <= r <= 0.0 for r in got), got
+    out = Path(job.outputs["output_dir"])
     assert (out / "model.safetensors").is_file()
 
 

@@ -196,7 +196,7 @@ class TRLConfig:
     trl`` (trainjob's ``trl-distributed``).
 
     Args:
-        method: SFT, DPO or GRPO (trainjob's trainer runs SFT and DPO).
+        method: SFT, DPO or GRPO.
         model_name_or_path: The model: a Hub name or a path. When it names what the model
             initializer fetches (``hf://<name>``, or the same URI), the initializer's copy in
             ``/workspace/model`` is trained.

@@ -37,9 +37,9 @@ def test_on_a_gpu_trls_defaults_stay() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        pytest.param([], "no method given; usage: trl {sft,dpo}", id="no method"),
+        pytest.param([], "no method given; usage: trl {sft,dpo,grpo}", id="no method"),
         pytest.param(
-            ["kto", *BASE], 'unknown method "kto"; trainjob\'s trl runs sft, dpo', id="kto"
+            ["kto", *BASE], 'unknown method "kto"; trainjob\'s trl runs sft, dpo, grpo', id="kto"
         ),
         pytest.param(
             ["sft", *BASE, "--no_such_flag", "1"],

@@ -278,6 +278,18 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
     class Trainer(base):  # type: ignore[misc]
         run: Run
 
+        def count_tokens(self, inputs: dict[str, Any]) -> None:
+            """Real and padded tokens of a micro-batch (GRPO's: its prompts and completions)."""
+            pairs = [("input_ids", "attention_mask")]
+            if "input_ids" not in inputs:
+                pairs = [("prompt_ids", "prompt_mask"), ("completion_ids", "completion_mask")]
+            for ids_key, mask_key in pairs:
+                ids, mask = inputs.get(ids_key), inputs.get(mask_key)
+                if ids is None:
+                    continue
+                self.run.tokens[0] += float(mask.sum()) if mask is not None else float(ids.numel())
+                self.run.tokens[1] += float(ids.numel())
+
         def create_accelerator_and_postprocess(self) -> None:
             super().create_accelerator_and_postprocess()
             enable_fsdp_on_cpu(self)
@@ -295,10 +307,7 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
         def compute_loss(  # type: ignore[no-untyped-def]
             self, model, inputs, return_outputs=False, num_items_in_batch=None
         ):
-            ids = inputs["input_ids"]
-            mask = inputs.get("attention_mask")
-            self.run.tokens[0] += float(mask.sum()) if mask is not None else float(ids.numel())
-            self.run.tokens[1] += float(ids.numel())
+            self.count_tokens(inputs)
             if torchtune:
                 return transformers.Trainer.compute_loss(
                     self, model, inputs, return_outputs, num_items_in_batch
@@ -372,6 +381,8 @@ def make_callback(run: Run) -> Any:
             line = format_step(epoch, run.epochs, step, run.epoch_steps, loss, run.step_lr)
             if "rewards/margins" in logs:  # DPO: how far chosen answers lead rejected ones
                 line += f" reward margin {float(logs['rewards/margins']):.4f}"
+            elif "reward" in logs:  # GRPO: the mean reward of the step's completions
+                line += f" reward {float(logs['reward']):.4f}"
             log(line, run.rank)
 
         def on_evaluate(

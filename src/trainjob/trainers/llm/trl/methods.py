@@ -1,8 +1,11 @@
 """The TRL methods this front end runs and their command line, parsed by TRL's own parsers.
 
-``trl sft ...`` and ``trl dpo ...`` take the flags of TRL's ``trl.scripts.sft`` and
-``trl.scripts.dpo`` (script, training and model arguments, plus ``--config file.yaml``): the
-parser is the one each script builds, so a flag means here what it means to TRL. Two defaults
+``trl sft ...``, ``trl dpo ...`` and ``trl grpo ...`` take the flags of TRL's ``trl.scripts.sft``,
+``trl.scripts.dpo`` and ``trl.scripts.grpo`` (script, training and model arguments, plus
+``--config file.yaml``): the parser is the one each script builds, so a flag means here what it
+means to TRL. GRPO generates its completions with transformers' ``generate`` in each process
+(``--use_vllm`` needs vLLM, not installed here: refused in one line) and scores them with the
+``--reward_funcs`` of :mod:`.rewards` or a local ``--reward_model_name_or_path``. Two defaults
 differ, because the run happens in a TrainJob pod: on a machine without a CUDA GPU the run is
 fp32 on the CPU (TRL would refuse its own bf16 default there unless told ``--use_cpu``);
 tqdm bars, which make a pod's log unreadable, are off unless ``--disable_tqdm`` is given; and DDP
@@ -13,17 +16,18 @@ Called by :mod:`.launch` (to check before starting processes) and :mod:`.train` 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from trainjob.trainers.llm.errors import TrainerError
 
-METHODS = {"sft": "trl.scripts.sft", "dpo": "trl.scripts.dpo"}
+METHODS = {"sft": "trl.scripts.sft", "dpo": "trl.scripts.dpo", "grpo": "trl.scripts.grpo"}
 """Method (the ``trl`` subcommand, KEP-626's ``TRLMethod`` value) -> the TRL script whose parser
 and arguments it takes."""
 
-USAGE = "trl {sft,dpo} --model_name_or_path PATH --dataset_name PATH [--flag value ...]"
+USAGE = "trl {sft,dpo,grpo} --model_name_or_path PATH --dataset_name PATH [--flag value ...]"
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def parse(argv: Sequence[str], cuda: bool) -> Parsed:
     """``METHOD --flag value ...`` -> :class:`Parsed`; every mistake a :class:`TrainerError`."""
     method = method_of(argv)
     flags = list(argv[1:])
-    if given(flags, "max_prompt_length"):
+    if method == "dpo" and given(flags, "max_prompt_length"):
         raise TrainerError(
             "--max_prompt_length is not a flag of this TRL (its DPO truncates prompt and "
             "completion together); use --max_length N"
@@ -110,4 +114,24 @@ def parse(argv: Sequence[str], cuda: bool) -> Parsed:
             f"trl {method}: --dataset_name is not set; give the dataset's directory or file "
             "(the dataset initializer writes /workspace/dataset)"
         )
+    if method == "grpo":
+        check_grpo(script, training)
     return Parsed(method, script, training, model, tuple(flags))
+
+
+def check_grpo(script: Any, training: Any) -> None:
+    """GRPO needs a reward, and generates without vLLM here."""
+    from trainjob.trainers.llm.trl import rewards
+
+    if not script.reward_funcs and not script.reward_model_name_or_path:
+        raise TrainerError(
+            "trl grpo: no reward; give --reward_funcs NAME ... (one of "
+            f"{', '.join((*rewards.BUILTIN, *rewards.TRL_REWARDS))}, or a dotted import path "
+            "module.function) or --reward_model_name_or_path PATH (a local reward model)"
+        )
+    rewards.resolve(script.reward_funcs)
+    if training.use_vllm and importlib.util.find_spec("vllm") is None:
+        raise TrainerError(
+            "trl grpo: --use_vllm needs vLLM, which is not installed here (it needs a GPU); "
+            "drop --use_vllm to generate with transformers in each process"
+        )

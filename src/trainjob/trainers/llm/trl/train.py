@@ -5,7 +5,7 @@ GPU through transformers and accelerate) or called in-process by :mod:`.launch` 
 process. It does what TRL's ``trl/scripts/sft.py`` and ``dpo.py`` do (TRL loads the model from
 ``--model_name_or_path`` with the script's model arguments, applies ``--use_peft``, builds the
 trainer from the parsed config), and adds: the seed set before the model and adapter are built,
-the step lines of :mod:`..engine` (with DPO's reward margin), tokens/s, checkpoints marked
+the step lines of :mod:`..engine` (with DPO's reward margin, GRPO's mean reward), tokens/s, checkpoints marked
 complete once every rank wrote them and, unless ``--resume_from_checkpoint`` says otherwise,
 resumed from the newest complete one in ``output_dir``.
 """
@@ -23,7 +23,7 @@ from typing import Any
 from trainjob.trainers import gloo_exit
 from trainjob.trainers.llm import checkpoint, engine
 from trainjob.trainers.llm.errors import TrainerError
-from trainjob.trainers.llm.trl import data, methods
+from trainjob.trainers.llm.trl import data, methods, rewards
 
 log = engine.log
 
@@ -35,7 +35,7 @@ def trainer_base(method: str) -> Any:
     """TRL's trainer class for ``method``."""
     import trl
 
-    return {"sft": trl.SFTTrainer, "dpo": trl.DPOTrainer}[method]  # type: ignore[attr-defined]
+    return {"sft": trl.SFTTrainer, "dpo": trl.DPOTrainer, "grpo": trl.GRPOTrainer}[method]  # type: ignore[attr-defined]
 
 
 def resume_point(p: methods.Parsed, rank: int) -> str | None:
@@ -103,6 +103,17 @@ def train(p: methods.Parsed) -> None:
     # the adapter's initial weights come from torch's RNG: seed before the trainer builds it
     transformers.set_seed(args.seed)
     base = trainer_base(p.method)
+    extra: dict[str, Any] = {}
+    if p.method == "grpo":
+        funcs: list[Any] = list(rewards.resolve(p.script.reward_funcs))
+        if p.script.reward_model_name_or_path:
+            funcs.insert(0, p.script.reward_model_name_or_path)
+        extra["reward_funcs"] = funcs
+        log(
+            f"rewards: {', '.join([*(['model ' + str(p.script.reward_model_name_or_path)] if p.script.reward_model_name_or_path else []), *(p.script.reward_funcs or [])])}; "
+            f"{args.num_generations} completions per prompt, up to {args.max_completion_length} tokens",
+            rank,
+        )
     try:
         trainer = engine.make_trainer_class(base, torchtune=False)(
             model=p.model.model_name_or_path,
@@ -111,6 +122,7 @@ def train(p: methods.Parsed) -> None:
             eval_dataset=eval_split,
             quantization_config=trl.get_quantization_config(p.model),  # type: ignore[attr-defined]
             peft_config=trl.get_peft_config(p.model),  # type: ignore[attr-defined]
+            **extra,
         )
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
