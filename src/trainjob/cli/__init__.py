@@ -1,42 +1,30 @@
 """The ``trainjob`` command line: kubectl-style verbs over the SDK.
 
-Each command group lives in its own module and registers itself on :data:`app`. :func:`main` is the
-one place that maps the exception tree to exit codes: user errors print what kubectl would
-(``error: ...``, or ``The TrainJob "x" is invalid: ...`` with one line per field error) on stderr
-and exit 1, with no traceback; anything else is a bug and keeps its traceback.
+:func:`main` runs a command: ``version`` and ``get jobs`` in their plain forms are answered by
+:mod:`trainjob.cli.fast` without importing typer (most of a command's start-up), every other
+command line by the typer application of :mod:`trainjob.cli.root`, where each command group
+registers itself from its own module. :func:`guarded` is the one place that maps the exception
+tree to exit codes: user errors print what kubectl would (``error: ...``, or ``The TrainJob "x" is
+invalid: ...`` with one line per field error) on stderr and exit 1, with no traceback; anything
+else is a bug and keeps its traceback. This module imports neither typer nor rich.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Any
 
-import typer
-
-from trainjob import __version__, text
-from trainjob.api import constants as c
-from trainjob.cli import coercion
+from trainjob import text
 from trainjob.errors import ErrorList, InvalidError, TrainJobError
-
-coercion.install()  # option values without pydantic: most of the start-up (cli/coercion.py)
 
 HELP_STYLE = None
 """typer's ``rich_markup_mode`` for every command: None is click's plain help, as kubectl's is
 plain: no boxes, no ``<bool>`` after flags, and ``[step]`` in a help text stays text instead of
 being taken for rich markup. Sub-apps (``get``, ``describe``) pass it too."""
-
-app = typer.Typer(
-    name="trainjob",
-    help="Run Kubeflow TrainJobs on this machine or a Kubernetes cluster.",
-    no_args_is_help=True,
-    add_completion=False,  # `trainjob completion bash|zsh|fish` instead (cli/completion.py)
-    pretty_exceptions_enable=False,
-    rich_markup_mode=HELP_STYLE,
-)
 
 
 class Backend(StrEnum):
@@ -55,32 +43,6 @@ class Target:
 
 
 TARGET = Target()
-
-
-@app.callback()
-def options(
-    backend: Annotated[
-        Backend,
-        typer.Option(
-            "--backend",
-            envvar="TRAINJOB_BACKEND",
-            case_sensitive=False,
-            help="Where jobs run: local (processes here), container (each pod a podman or docker "
-            "container of its image, here; TRAINJOB_CONTAINER_RUNTIME picks one) or kubernetes "
-            "(the kubeconfig's cluster).",
-        ),
-    ] = Backend.local,
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option("--kubeconfig", help="With --backend kubernetes: the kubeconfig file."),
-    ] = None,
-    context: Annotated[
-        str | None,
-        typer.Option("--context", help="With --backend kubernetes: the kubeconfig context."),
-    ] = None,
-) -> None:
-    """Run Kubeflow TrainJobs on this machine or a Kubernetes cluster."""
-    TARGET.backend, TARGET.kubeconfig, TARGET.context = backend, kubeconfig, context
 
 
 # Command modules, imported for their side effect of registering commands on ``app``.
@@ -109,28 +71,6 @@ the job commands alone, not the controller (as pip's lazy command table). A comm
 or not found in its module, loads every module: the table can only make a start faster."""
 
 GLOBAL_OPTIONS_WITH_VALUES = ("--backend", "--kubeconfig", "--context")
-
-
-def _import(name: str) -> None:
-    try:
-        importlib.import_module(f"trainjob.cli.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"trainjob.cli.{name}":
-            raise
-
-
-def _register(command: str | None = None) -> None:
-    """Import the module of ``command`` (every command module when None or unknown)."""
-    if command in COMMANDS:
-        module = COMMANDS[command]
-        if module is not None:
-            _import(module)
-        registered = {c.name for c in app.registered_commands}
-        registered |= {g.name for g in app.registered_groups}
-        if command in registered or module is None:
-            return
-    for name in COMMAND_MODULES:
-        _import(name)
 
 
 def command_of(argv: list[str]) -> str | None:
@@ -177,45 +117,11 @@ def report(err: TrainJobError) -> None:
     sys.stderr.write("\n")
 
 
-@app.command()
-def version() -> None:
-    """Print the trainjob version and the Kubeflow Trainer API it speaks."""
-    typer.echo(f"trainjob {__version__} ({c.API_VERSION})")
-
-
-def usage_error(err: typer.TyperException) -> int:
-    """A command-line mistake as kubectl prints one: ``error: unknown flag ...`` then where to
-    read the usage (a help screen when no arguments were given: it is printed already).
-
-    ``typer.TyperException`` is the public base of the usage errors of the click typer carries;
-    the no-arguments one is told by its name, typer exporting no class for it."""
-    if type(err).__name__ == "NoArgsIsHelpError":
-        return err.exit_code
-    msg = err.format_message()
-    sys.stderr.write(f"error: {msg[:1].lower()}{msg[1:]}\n")
-    ctx = getattr(err, "ctx", None)
-    if ctx is not None:
-        sys.stderr.write(f"See '{ctx.command_path} --help' for usage.\n")
-    return err.exit_code
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return its exit code (0 ok, 1 user error, 2 usage error, 130 interrupted)."""
-    if os.environ.get("_TRAINJOB_COMPLETE"):  # a completion script asks (cli/completion.py)
-        _register()
-        from trainjob.cli import completion
-
-        completion.enable()
-    else:
-        _register(command_of(sys.argv[1:] if argv is None else argv))
+def guarded(call: Callable[[], int]) -> int:
+    """Run a command; its exit code (0 ok, 1 user error, 130 interrupted; typer's usage errors,
+    2, are mapped in :func:`trainjob.cli.root.run`)."""
     try:
-        code = app(args=argv, prog_name="trainjob", standalone_mode=False)
-        return code if isinstance(code, int) and not isinstance(code, bool) else 0
-    except typer.TyperException as e:
-        return usage_error(e)
-    except typer.Abort:
-        print("error: aborted", file=sys.stderr)
-        return 1
+        return call()
     except TrainJobError as e:
         report(e)
         return 1
@@ -226,6 +132,31 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e.code, int):
             return e.code
         return 0 if e.code is None else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return its exit code (0 ok, 1 user error, 2 usage error, 130 interrupted)."""
+    if not os.environ.get("_TRAINJOB_COMPLETE"):
+        from trainjob.cli import fast
+
+        code = fast.run(sys.argv[1:] if argv is None else argv)
+        if code is not None:
+            return code
+    from trainjob.cli.root import run
+
+    return run(argv)
+
+
+_APP_NAMES = ("app", "options", "version", "usage_error", "_register", "_import")
+
+
+def __getattr__(name: str) -> Any:
+    """``trainjob.cli.root``'s names, imported on first use (``from trainjob.cli import app``)."""
+    if name in _APP_NAMES:
+        from trainjob.cli import root as application
+
+        return getattr(application, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

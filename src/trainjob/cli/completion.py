@@ -7,7 +7,7 @@
 
 The script calls ``trainjob`` back with ``_TRAINJOB_COMPLETE=complete_<shell>`` set, and
 :func:`trainjob.cli.main` answers with the commands, options and choices that fit (typer's
-completion protocol). Registered on :data:`trainjob.cli.app`.
+completion protocol). Registered on :data:`trainjob.cli.root.app`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from trainjob.cli import app
+from trainjob.cli.root import app
 
 COMPLETE_VAR = "_TRAINJOB_COMPLETE"
 """The env var the completion scripts set when they call ``trainjob`` back."""

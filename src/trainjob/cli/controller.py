@@ -12,7 +12,7 @@ installed configurations (the manifests' default); ``--cert-dir`` serves cert-ma
 none of these: no webhooks. The TrainJob status endpoint (progress, KEP-2779) is served on port
 10443 unless ``--no-status-server``. SIGTERM/SIGINT stop it cleanly (the lease is released).
 
-Registered on :data:`trainjob.cli.app`; the work is done by :class:`trainjob.controller.manager.Manager`.
+Registered on :data:`trainjob.cli.root.app`; the work is done by :class:`trainjob.controller.manager.Manager`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Annotated
 import typer
 
 from trainjob.api import constants as c
-from trainjob.cli import app
+from trainjob.cli.root import app
 
 
 class CertManagement(StrEnum):

@@ -5,7 +5,7 @@
 
 The YAML is the wheel's copy of ``manifests/crds`` (``trainjob/_manifests/crds``), so a cluster
 gets exactly the CRDs of the installed version without the repository (Helm does not upgrade the
-CRDs of a chart: apply these before ``helm upgrade``). Registered on :data:`trainjob.cli.app`;
+CRDs of a chart: apply these before ``helm upgrade``). Registered on :data:`trainjob.cli.root.app`;
 imports nothing heavy.
 """
 
@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from trainjob.cli import app
+from trainjob.cli.root import app
 from trainjob.errors import TrainJobError
 
 

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from trainjob import extras
-from trainjob.cli import app
 from trainjob.cli.output import executor
+from trainjob.cli.root import app
 
 
 @app.command()

@@ -4,7 +4,7 @@
 (pods), where the logs are, and events. ``describe runtime NAME``: its ML policy, nodes, jobs,
 containers, images and commands.
 
-Registered on :data:`trainjob.cli.app`; acts through the executor of :func:`trainjob.cli.output.
+Registered on :data:`trainjob.cli.root.app`; acts through the executor of :func:`trainjob.cli.output.
 executor` only, so every backend prints the same.
 """
 
@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 import typer
 
 from trainjob.api import constants as c
-from trainjob.cli import HELP_STYLE, app
-from trainjob.cli.get import TypeSlashName, progress_cells
+from trainjob.cli import HELP_STYLE
+from trainjob.cli.get import TypeSlashName
+from trainjob.cli.listing import progress_cells
+from trainjob.cli.options import Namespace
 from trainjob.cli.output import (
-    Namespace,
     age,
     executor,
     field,
@@ -26,6 +27,7 @@ from trainjob.cli.output import (
     or_none,
     print_section,
 )
+from trainjob.cli.root import app
 from trainjob.errors import NotFoundError, TrainJobError
 from trainjob.executor import phases
 from trainjob.executor.base import Executor

@@ -6,7 +6,7 @@ jobs; ``apply -f`` creates or brings jobs to their files; ``-n NAMESPACE`` every
 print ``trainjob.trainer.kubeflow.org/NAME created`` lines; progress and final states go to stderr
 so stdout carries only what was asked for (logs).
 
-Registered on :data:`trainjob.cli.app`; every command acts through the one executor interface
+Registered on :data:`trainjob.cli.root.app`; every command acts through the one executor interface
 (:class:`trainjob.executor.base.Executor`) of the chosen backend (:func:`trainjob.cli.output.
 executor`): the local executor, or with ``--backend kubernetes`` (``TRAINJOB_BACKEND``) a
 cluster's. Without ``-n`` a command acts in ``default`` here and in the kubeconfig context's
@@ -19,16 +19,16 @@ from typing import Annotated
 
 import typer
 
-from trainjob.cli import app
+from trainjob.cli.options import Namespace
 from trainjob.cli.output import (
     RESOURCE,
-    Namespace,
     echo,
     err,
     executor,
     namespace_of,
     out,
 )
+from trainjob.cli.root import app
 from trainjob.cli.run import kept_note, load_inputs
 from trainjob.errors import (
     ErrorList,
@@ -172,7 +172,7 @@ def _selected(
         ]
     if names:
         return [(ns, n) for n in names]
-    from trainjob.cli.get import select
+    from trainjob.cli.listing import select
 
     return [(s.namespace, s.name) for s in select(ex.states(ns, pods=False), selector, None)]
 

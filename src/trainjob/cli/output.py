@@ -17,9 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, cast
-
-import typer
+from typing import TYPE_CHECKING, Any, cast
 
 from trainjob import text
 from trainjob.api import constants as c
@@ -61,27 +59,12 @@ def note(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="The namespace.")]
-
-
 class Output(StrEnum):
     wide = "wide"
     json = "json"
     yaml = "yaml"
     name = "name"
     jsonpath = "jsonpath"
-
-
-OutputFormat = Annotated[
-    str | None,
-    typer.Option(
-        "--output",
-        "-o",
-        metavar="FORMAT",
-        help="wide, json, yaml, name, or jsonpath=TEMPLATE (kubectl's JSONPath, e.g. "
-        "'{.items[*].metadata.name}').",
-    ),
-]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Reads every document of every file (``-`` is stdin, a directory means its ``*.ya
 Plans as multi-document YAML or as a JSON list. Every problem in the input is reported, kubectl-style, before exiting 1; nothing is
 printed on stdout unless every TrainJob compiles.
 
-Registered on :data:`trainjob.cli.app`; the logic lives in :func:`plan_files` so that other clients
+Registered on :data:`trainjob.cli.root.app`; the logic lives in :func:`plan_files` so that other clients
 (tests, the SDK) can call it without the command line.
 """
 
@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from trainjob.cli import app, report
+from trainjob.cli import report
+from trainjob.cli.root import app
 from trainjob.errors import InvalidError, NotFoundError, TrainJobError
 
 if TYPE_CHECKING:  # the models and the compiler load when a plan is made

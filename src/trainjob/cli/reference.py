@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from trainjob.cli import _register, app
+from trainjob.cli.root import _register, app
 
 PAGE = Path("docs/cli.md")
 

@@ -7,7 +7,7 @@ lines go to stdout; progress and final states to stderr, so stdout carries only 
 (the trainer's log with ``--follow``). The helpers that ``apply`` and ``delete`` share with it
 (:func:`load_inputs`, :func:`kept_note`) live here too (logs and mutations: ``cli/jobs.py``).
 
-Registered on :data:`trainjob.cli.app`; acts through the one executor interface
+Registered on :data:`trainjob.cli.root.app`; acts through the one executor interface
 (:class:`trainjob.executor.base.Executor`) of the chosen backend (:func:`trainjob.cli.output.
 executor`).
 """
@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from trainjob.api import constants as c
-from trainjob.cli import app
 from trainjob.cli.output import (
     RESOURCE,
     age,
@@ -32,6 +31,7 @@ from trainjob.cli.output import (
     namespace_of,
     out,
 )
+from trainjob.cli.root import app
 from trainjob.core import times
 from trainjob.errors import (
     AlreadyExistsError,

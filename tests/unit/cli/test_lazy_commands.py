@@ -62,7 +62,13 @@ def test_plan_does_not_load_the_job_commands_or_the_controller(tmp_path) -> None
     assert "trainjob.cli.jobs" not in got and "trainjob.controller.manager" not in got
 
 
-def test_get_jobs_does_not_load_the_controller(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    got = loaded(tmp_path, "get", "jobs")
+def test_get_does_not_load_the_controller(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    got = loaded(tmp_path, "get", "runtimes")
     assert "trainjob.cli.get" in got and "trainjob.controller.manager" not in got
     assert "trainjob.cli.jobs" not in got  # run/logs/delete live apart from get/describe
+
+
+def test_get_jobs_loads_the_listing_alone(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    got = loaded(tmp_path, "get", "jobs")  # cli/fast.py: no command module, no typer app
+    assert "trainjob.cli.listing" in got
+    assert not {"trainjob.cli.get", "trainjob.cli.jobs", "trainjob.controller.manager"} & set(got)

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -68,36 +67,6 @@ def test_version_loads_nothing_heavy(tmp_path: Path) -> None:
     assert heavy_in(loaded(tmp_path, "version")) == {}
 
 
-@pytest.fixture
-def home_with_jobs(tmp_path: Path) -> Path:
-    """A home holding two finished jobs and a live one (submitted a moment ago)."""
-    from trainjob.local import home as homes
-    from trainjob.local.store import JobRow, Store
-
-    home = tmp_path / "home"
-    store = Store(homes.db_path(home))
-    now = time.time()
-    for i, phase in enumerate(("Complete", "Failed", "Running")):
-        name = f"job-{i}"
-        tj = {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{i}"},
-            "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
-        }
-        done = phase != "Running"
-        status = {"conditions": [{"type": phase, "status": "True", "reason": "Done"}]}
-        store.insert_job(
-            JobRow(
-                namespace="default", name=name, uid=f"uid-{i}", created="2026-01-01T00:00:00Z",
-                created_ts=now - 10 + i, trainjob=json.dumps(tj), runtime="{}", plan="[]",
-                cwd=str(tmp_path), phase=phase, status=json.dumps(status if done else {}),
-                completed="2026-01-01T00:01:00Z" if done else None,
-            )
-        )  # fmt: skip
-    return home
-
-
 def test_get_jobs_on_an_empty_home_loads_nothing_heavy(tmp_path: Path) -> None:
     assert heavy_in(loaded(tmp_path, "get", "jobs")) == {}
 
@@ -116,3 +85,12 @@ def test_a_command_that_needs_the_models_still_gets_them(tmp_path: Path) -> None
     """The probe can see a heavy import: describe runtime builds the models."""
     modules = loaded(tmp_path, "describe", "runtime", "torch-distributed")
     assert "pydantic" in modules and "trainjob.api.trainer" in modules
+
+
+@pytest.mark.parametrize(
+    "argv", [["version"], ["get", "jobs"], ["get", "jobs", "-o", "wide", "-A"]], ids=" ".join
+)
+def test_version_and_get_jobs_start_without_typer(home_with_jobs: Path, argv: list[str]) -> None:
+    """cli/fast.py answers them: typer and its command tree are most of a start-up."""
+    modules = loaded(home_with_jobs, *argv)
+    assert "typer" not in modules and "trainjob.cli.root" not in modules

@@ -1,0 +1,127 @@
+"""``trainjob version`` and ``trainjob get jobs`` answered without typer: most of their start-up.
+
+Importing typer (and the click it carries, and the standard modules they pull in) and building
+its command tree costs more CPU than the whole listing of a local home; a user types these two
+commands most, and each time. :func:`run` takes a command line that is plainly one of them, in
+the forms of the typer command (global ``--backend``/``--kubeconfig``/``--context`` before the
+command, ``TRAINJOB_BACKEND``; then ``get jobs|job|trainjob|trainjobs``, names and ``-n``, ``-A``,
+``-o``, ``-l``, ``--sort-by``, ``--no-headers``, ``-w``, each flag spelt as its ``--help`` shows)
+and runs the very code the typer command runs (:func:`trainjob.cli.listing.list_jobs`). Anything
+else, ``--help``, an unknown flag, a flag without its value, a value that looks like a flag,
+an unknown backend, ``get trainjob/NAME``: None, and typer parses it, with its own errors.
+``tests/unit/cli/test_fast.py`` runs each form both ways and compares what is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from trainjob.cli import TARGET, Backend, guarded
+
+JOBS = ("jobs", "job", "trainjob", "trainjobs")
+"""``get``'s names for the jobs subcommand (cli/get.py registers the same)."""
+
+_GLOBAL = {"--backend": "backend", "--kubeconfig": "kubeconfig", "--context": "context"}
+_VALUED = {
+    "-n": "namespace", "--namespace": "namespace",
+    "-o": "output", "--output": "output",
+    "-l": "selector", "--selector": "selector",
+    "--sort-by": "sort_by",
+}  # fmt: skip
+_FLAGS = {
+    "-A": "all_namespaces", "--all-namespaces": "all_namespaces",
+    "--no-headers": "no_headers",
+    "-w": "watch_", "--watch": "watch_",
+}  # fmt: skip
+
+
+def _backend(value: str) -> Backend | None:
+    """``--backend``'s value as typer matches it (case-insensitive), or None."""
+    return next((b for b in Backend if b.value.casefold() == value.casefold()), None)
+
+
+def _take(args: list[str], i: int, table: dict[str, str]) -> tuple[str, str, int] | None:
+    """The option at ``args[i]`` of ``table`` (``--opt VALUE`` or ``--opt=VALUE``): its field,
+    its value and the next index; None when it is none of them or its value is missing or
+    looks like a flag (typer decides those)."""
+    arg = args[i]
+    name, eq, value = arg.partition("=")
+    if eq and name.startswith("--") and name in table:
+        return table[name], value, i + 1
+    if arg in table and i + 1 < len(args) and not args[i + 1].startswith("-"):
+        return table[arg], args[i + 1], i + 2
+    return None
+
+
+def run(argv: list[str]) -> int | None:
+    """Run ``argv`` here when it is a plain ``version`` or ``get jobs``; its exit code, or None
+    when typer should parse it."""
+    env = os.environ.get("TRAINJOB_BACKEND")
+    backend = Backend.local if env is None else _backend(env)
+    if backend is None:
+        return None
+    target: dict[str, str | None] = {"kubeconfig": None, "context": None}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        got = _take(argv, i, _GLOBAL)
+        if got is None:
+            return None
+        field, value, i = got
+        if field == "backend":
+            backend = _backend(value)
+            if backend is None:
+                return None
+        else:
+            target[field] = value
+    rest = argv[i:]
+    if rest == ["version"]:
+        from trainjob import __version__
+        from trainjob.api import constants as c
+
+        sys.stdout.write(f"trainjob {__version__} ({c.API_VERSION})\n")
+        return 0
+    if len(rest) < 2 or rest[0] != "get" or rest[1] not in JOBS:
+        return None
+    options: dict[str, str | bool | None] = {}
+    names: list[str] = []
+    j = 2
+    while j < len(rest):
+        arg = rest[j]
+        if arg in _FLAGS:
+            options[_FLAGS[arg]] = True
+            j += 1
+        elif arg.startswith("-"):
+            got = _take(rest, j, _VALUED)
+            if got is None:
+                return None
+            field, value, j = got
+            options[field] = value
+        else:
+            if "/" in arg:  # get trainjob/NAME names a kind: cli/get.py's TypeSlashName
+                return None
+            names.append(arg)
+            j += 1
+    TARGET.backend = backend
+    TARGET.kubeconfig, TARGET.context = target["kubeconfig"], target["context"]
+
+    def call() -> int:
+        from trainjob.cli import listing
+
+        listing.list_jobs(
+            names or None,
+            _str(options.get("namespace")),
+            bool(options.get("all_namespaces")),
+            _str(options.get("output")),
+            _str(options.get("selector")),
+            _str(options.get("sort_by")),
+            bool(options.get("no_headers")),
+            bool(options.get("watch_")),
+        )
+        return 0
+
+    return guarded(call)
+
+
+def _str(value: str | bool | None) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,183 @@
+"""What ``trainjob get jobs`` prints, without typer: the table of jobs (kubectl's columns), the
+objects with ``-o json|yaml|name|jsonpath=``, ``-l`` and ``--sort-by``, and ``-w``'s rows.
+
+:func:`list_jobs` is the command's whole body: :mod:`trainjob.cli.get` calls it with what typer
+parsed, :mod:`trainjob.cli.fast` with what it parsed of a plain ``get jobs`` (no typer, no
+pydantic: the listing reads the store's columns, :meth:`trainjob.executor.base.Executor.states`).
+``describe`` shows the same PROGRESS and ETA (:func:`progress_cells`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainjob.api import phases as tphases
+from trainjob.cli.output import (
+    RESOURCE,
+    Columns,
+    age,
+    duration,
+    echo,
+    executor,
+    namespace_of,
+    note,
+    output_format,
+    print_table,
+    printed_as_objects,
+)
+from trainjob.core import times
+from trainjob.errors import TrainJobError
+
+if TYPE_CHECKING:
+    from trainjob.executor.base import Executor
+    from trainjob.executor.model import JobState
+
+
+def list_jobs(
+    names: list[str] | None,
+    namespace: str | None,
+    all_namespaces: bool,
+    output: str | None,
+    selector: str | None,
+    sort_by: str | None,
+    no_headers: bool,
+    watch_: bool,
+) -> None:
+    """``get jobs``: the jobs of ``namespace`` (or every namespace, or those named), printed as
+    ``output`` says; with ``watch_``, their rows again as they change, until Ctrl-C."""
+    fmt = output_format(output)
+    ex = executor()
+    namespace = namespace_of(ex, namespace)
+    ns = None if all_namespaces else namespace
+    states = [ex.state(n, namespace) for n in names] if names else ex.states(ns, pods=False)
+    states = select(states, selector, sort_by)
+    if fmt.objects:
+        jobs = [ex.get(s.name, s.namespace) for s in states]
+        single = len(names or ()) == 1
+        printed_as_objects(jobs, fmt, lambda j: f"{RESOURCE}/{j.metadata.name}", single=single)
+        return
+    if not states and not watch_:
+        where = "any namespace" if ns is None else f"{ns} namespace"
+        note(f"No resources found in {where}.")
+        return
+    table = Columns(*job_headers(ns is None, fmt.wide))
+    for s in states:
+        table.add_row(*job_row(s, ns is None, fmt.wide))
+    print_table(table, headers=not no_headers)
+    if watch_:
+        _watch_rows(ex, ns, set(names or ()), fmt.wide, table)
+
+
+def job_headers(all_namespaces: bool, wide: bool) -> list[str]:
+    headers = ["NAME", "STATUS", "RUNTIME", "NODES", "RESTARTS", "PROGRESS", "ETA", "AGE"]
+    if all_namespaces:
+        headers.insert(0, "NAMESPACE")
+    if wide:
+        headers += ["STARTED", "DURATION", "REASON", "LOSS"]
+    return headers
+
+
+def progress_cells(s: JobState) -> tuple[str, str, str]:
+    """PROGRESS, ETA and LOSS of a job: ``<none>`` before any report; no ETA once finished."""
+    p = s.progress
+    if p is None:
+        return "<none>", "<none>", "<none>"
+    eta = p.remaining()
+    return (
+        "<none>" if p.progress_percentage is None else f"{p.progress_percentage}%",
+        "<none>" if eta is None or s.finished else duration(eta),
+        short_number(p.loss) if p.loss is not None else "<none>",
+    )
+
+
+def short_number(value: str) -> str:
+    """A reported value as a person reads it: ``0.6931`` for ``0.69314718056``."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return value if number.is_integer() and "." not in value else f"{number:.4g}"
+
+
+def status_cell(s: JobState) -> tuple[str, str]:
+    """STATUS and REASON of a job: its phase, or for a live one what its phase condition says it
+    is doing where that says more (Initializing, Restarting; :mod:`trainjob.api.phases`), with
+    the condition's reason."""
+    if s.finished:
+        return s.phase, s.reason
+    now = tphases.current((s.trainjob.get("status") or {}).get("conditions"))
+    if now is None:
+        return s.phase, s.reason
+    shown = (
+        now.type
+        if now.type in (tphases.CONDITION_INITIALIZING, tphases.CONDITION_RESTARTING)
+        else s.phase
+    )
+    return shown, s.reason or now.reason
+
+
+def job_row(s: JobState, all_namespaces: bool, wide: bool) -> list[str]:
+    progress, eta, loss = progress_cells(s)
+    status, reason = status_cell(s)
+    row = [
+        s.name,
+        status,
+        s.runtime_name,
+        str(s.num_nodes or "<default>"),
+        str(s.restarts),
+        progress,
+        eta,
+        age(s.created),
+    ]
+    if all_namespaces:
+        row.insert(0, s.namespace)
+    if wide:
+        end = times.parse(s.completed)
+        row += [
+            s.started or "<none>",
+            age(s.started, end) if s.started else "<none>",
+            reason or "<none>",
+            loss,
+        ]
+    return row
+
+
+def select(states: list[JobState], selector: str | None, sort_by: str | None) -> list[JobState]:
+    """``-l`` and ``--sort-by`` over the jobs' TrainJob objects, as kubectl applies them."""
+    if selector:
+        from trainjob.core import selectors
+
+        try:
+            matches = selectors.matcher(selector)
+        except ValueError as e:
+            raise TrainJobError(str(e)) from None
+        states = [
+            s for s in states if matches(((s.trainjob.get("metadata") or {}).get("labels")) or {})
+        ]
+    if sort_by:
+        from trainjob.core import jsonpath
+
+        try:
+            key = jsonpath.sort_key(sort_by)
+        except ValueError as e:
+            raise TrainJobError(f"couldn't find any field with path {sort_by!r}: {e}") from None
+        states = sorted(states, key=lambda s: key(dict(s.trainjob)))
+    return states
+
+
+def _watch_rows(ex: Executor, ns: str | None, names: set[str], wide: bool, first: Columns) -> None:
+    """``kubectl get -w``: a job's row again whenever its status or restarts change (new jobs
+    too), in the first table's columns, until Ctrl-C (which ends it quietly)."""
+    widths = first.widths()
+    updates = ex.watch_states(ns)
+    try:
+        next(updates)  # the state the table shows
+        for changed in updates:
+            for s in changed:
+                if names and s.name not in names:
+                    continue
+                row = job_row(s, ns is None, wide)
+                widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+                echo(first.line(row, widths), flush=True)
+    except KeyboardInterrupt:
+        return

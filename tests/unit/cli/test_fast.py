@@ -1,0 +1,126 @@
+"""cli/fast.py answers ``version`` and plain ``get jobs`` without typer, and prints what typer's
+command prints: each command line here runs once through :func:`trainjob.cli.main` (the fast
+way, when it takes it) and once through typer alone (:func:`trainjob.cli.root.run`), each in a
+fresh interpreter on the same home, and the exit codes, stdout and stderr must be the same;
+lines it must leave to typer (``--help``, a flag without its value, an unknown flag, a kind/name)
+must reach typer, which says what is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROBE = """
+import json, os, sys
+{call}
+code = run(sys.argv[1:])
+sys.stdout.flush()
+with open(os.environ["PROBE_OUT"], "w") as f:
+    json.dump({{"code": code, "typer": "typer" in sys.modules}}, f)
+"""
+FAST = PROBE.format(call="from trainjob.cli import main as run")
+TYPER = PROBE.format(call="from trainjob.cli.root import run")
+AGE = re.compile(r"\b\d+(?:d\d*h?|h\d*m?|m\d*s?|s)\b")
+
+
+def trainjob(
+    home: Path, probe: str, argv: list[str], backend: str | None
+) -> tuple[int, str, str, bool]:
+    out = home.parent / "probe.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env.update(TRAINJOB_HOME=str(home), PROBE_OUT=str(out))
+    if backend is not None:
+        env["TRAINJOB_BACKEND"] = backend
+    res = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    got = json.loads(out.read_text())
+    out.unlink()
+    # AGE counts seconds: the two runs may see different ones
+    return got["code"], AGE.sub("<age>", res.stdout), AGE.sub("<age>", res.stderr), got["typer"]
+
+
+TAKEN = [
+    ["version"],
+    ["--backend", "local", "version"],
+    ["--backend=LOCAL", "--context", "ctx", "version"],
+    ["get", "jobs"],
+    ["get", "job"],
+    ["get", "trainjobs"],
+    ["get", "jobs", "-o", "wide"],
+    ["get", "jobs", "-A"],
+    ["get", "jobs", "--all-namespaces", "--output=wide", "--no-headers"],
+    ["get", "jobs", "-o", "json"],
+    ["get", "jobs", "-o", "yaml"],
+    ["get", "jobs", "-o", "name"],
+    ["get", "jobs", "-o", "jsonpath={.items[*].metadata.name}"],
+    ["get", "jobs", "job-0"],
+    ["get", "jobs", "job-0", "job-2", "-o", "json"],
+    ["get", "jobs", "nope"],
+    ["get", "jobs", "-n", "other"],
+    ["get", "jobs", "--namespace=default", "--no-headers"],
+    ["get", "jobs", "-l", "team=ml"],
+    ["get", "jobs", "--selector", "team in (ml,infra),team!=infra"],
+    ["get", "jobs", "--sort-by", ".metadata.labels.team"],
+    ["get", "jobs", "-o", "bogus"],
+    ["get", "jobs", "-l", "team in ("],
+    ["get", "jobs", "-o", ""],
+]
+LEFT = [
+    ["get", "jobs", "--help"],
+    ["get", "jobs", "-n"],
+    ["get", "jobs", "-n", "-A"],
+    ["get", "jobs", "--bogus"],
+    ["get", "jobs", "-nother"],
+    ["get", "trainjob/job-0"],
+    ["get", "jobs", "trainjob/job-0"],
+    ["get", "-n", "x", "jobs"],
+    ["--backend", "nope", "get", "jobs"],
+    ["--backend"],
+    ["get", "jobs", "--backend", "local"],
+    ["version", "extra"],
+    ["get"],
+    [],
+]
+
+
+@pytest.mark.parametrize("argv", TAKEN, ids=" ".join)
+def test_taken_here_and_printed_as_typer_prints(home_with_jobs: Path, argv: list[str]) -> None:
+    fast = trainjob(home_with_jobs, FAST, argv, None)
+    assert fast[3] is False, "answered through typer"
+    assert fast[:3] == trainjob(home_with_jobs, TYPER, argv, None)[:3]
+
+
+@pytest.mark.parametrize("argv", LEFT, ids=lambda a: " ".join(a) or "(none)")
+def test_left_to_typer(home_with_jobs: Path, argv: list[str]) -> None:
+    fast = trainjob(home_with_jobs, FAST, argv, None)
+    assert fast[3] is True, "not left to typer"
+    assert fast[:3] == trainjob(home_with_jobs, TYPER, argv, None)[:3]
+
+
+@pytest.mark.parametrize(
+    ("backend", "fast"), [("Local", True), ("bogus", False), ("", False)], ids=repr
+)
+def test_trainjob_backend_variable(home_with_jobs: Path, backend: str, fast: bool) -> None:
+    got = trainjob(home_with_jobs, FAST, ["get", "jobs"], backend)
+    assert got[3] is not fast
+    assert got[:3] == trainjob(home_with_jobs, TYPER, ["get", "jobs"], backend)[:3]
+
+
+def test_the_listing_shows_the_jobs(home_with_jobs: Path) -> None:
+    """What is compared above is a real listing: the three jobs, their phases."""
+    code, out, _, _ = trainjob(home_with_jobs, FAST, ["get", "jobs", "--no-headers"], None)
+    rows = [line.split()[:2] for line in out.splitlines()]
+    assert code == 0
+    assert rows == [["job-0", "Complete"], ["job-1", "Failed"], ["job-2", "Running"]]
