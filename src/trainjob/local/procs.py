@@ -11,7 +11,6 @@ import contextlib
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -98,6 +97,8 @@ def spawn(
 
 def free_port() -> int:
     """A TCP port nobody listens on right now (on every interface)."""
+    import socket  # here: every reader of a job's liveness imports this module
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("", 0))
         return int(s.getsockname()[1])
