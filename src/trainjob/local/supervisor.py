@@ -3,7 +3,9 @@
 Started detached (own session) by :meth:`LocalExecutor.submit` as
 ``python -m trainjob.local.supervisor --home H --namespace NS --name N --uid UID``, it outlives the
 client. Each tick it reads what the user wants from the store (suspend, resume, delete), then
-plays the JobSet and Job controllers on this host, in their order:
+plays the JobSet and Job controllers on this host (the pods' part, the Job controller's and a
+kubelet's, is :mod:`trainjob.local.attempt`; the JobSet's rules :mod:`trainjob.local.jobset_rules`),
+in their order:
 
 1. reap finished pods (a Job fails once its pods failed more than ``backoffLimit`` times);
 2. a failed Job -> the JobSet failure policy (fail, or restart every pod under ``maxRestarts``);
@@ -16,12 +18,14 @@ plays the JobSet and Job controllers on this host, in their order:
 
 and writes the TrainJob status (conditions, jobsStatus, the trainerStatus last reported), the
 pods, events and reported metric values in one go when they changed. It serves the job's status
-endpoint on loopback (:mod:`trainjob.local.statusserver`) and gives the trainer pods its env. It exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the
-pods and marks the job Failed.
+endpoint on loopback (:mod:`trainjob.local.reports`) and gives the trainer pods its env. It
+exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the pods and
+marks the job Failed.
 
 The supervisor is the child subreaper of its pods (:mod:`trainjob.local.ptree`): whatever a pod
 starts, in any session, stays in its process tree; it is looked up every
-:data:`trainjob.local.tracking.TRACK_EVERY` seconds, orphans are reaped, and when the supervisor ends, every process still below it ends too.
+:data:`trainjob.local.tracking.TRACK_EVERY` seconds, orphans are reaped, and when the supervisor
+ends, every process still below it ends too.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ import signal
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,29 +45,13 @@ from trainjob.api import constants as c
 from trainjob.api import phases
 from trainjob.core import jobset as js
 from trainjob.core import lifetime, times
-from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.executor import triage
-from trainjob.executor.steps import step_name
-from trainjob.local import (
-    files,
-    jobset_rules,
-    logfiles,
-    mpi,
-    outputs,
-    pods,
-    procs,
-    ptree,
-    status,
-    tracking,
-    volumes,
-)
 from trainjob.local import home as homes
-from trainjob.local import runner as runners
-from trainjob.local.jobset_rules import Key
-from trainjob.local.podrun import PodRun, failure_message, stop_all
+from trainjob.local import jobset_rules, procs, ptree, status, tracking
+from trainjob.local.attempt import Attempt
 from trainjob.local.reports import Reports
-from trainjob.local.store import EventRow, PodRow, Store
+from trainjob.local.store import Store
 from trainjob.runtime.plan import Plan
 
 TICK = 0.05
@@ -74,18 +61,19 @@ class Stop(Exception):
     """The supervisor was told to stop (SIGTERM)."""
 
 
-class Supervisor:
+class Supervisor(Attempt):
+    """The JobSet controller and the TrainJob's status for one job, over its pods
+    (:class:`trainjob.local.attempt.Attempt`); the loop."""
+
     def __init__(self, home: Path, namespace: str, name: str, uid: str) -> None:
         self.home, self.namespace, self.name, self.uid = home, namespace, name, uid
         self.store = Store(homes.db_path(home))
         row = self.store.job(namespace, name)
         if row is None or row.uid != uid:
             raise SystemExit(0)
-        self.row = row
         self.plan = Plan(tuple(json.loads(row.plan)))
         self.runtime: dict[str, Any] = json.loads(row.runtime)
         self.status: dict[str, Any] = row.status_dict()
-        self.restarts = row.restarts
         self.started = row.started
         self.phase = row.phase
         self.suspended = False
@@ -97,60 +85,11 @@ class Supervisor:
         self.queue = ((trainjob.get("metadata") or {}).get("labels") or {}).get(
             phases.KUEUE_QUEUE_LABEL
         )
-        self.base_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINJOB_SUP")}
-        self.templates: list[pods.PodTemplate] = []
-        self.runs: dict[Key, PodRun] = {}
-        self.rows: dict[Key, PodRow] = {}
-        self.failures: dict[tuple[str, int], int] = {}
-        self.virtual: set[Key] = set()
-        self.first_failure = ""  # "node-1 (rank 1): container ... failed: ..." of this attempt
-        self.events: list[EventRow] = []
-        self.dirty = True
-        self.jobset = jobset_rules.spec_of(self.plan.jobset)
-        self.jobset_name = self.jobset.name
-        self.kept = outputs.kept(self.plan, home, namespace, name, row.created, uid)
-        # How pods run: processes here, or containers (trainjob.local.runner); the rest of the
-        # supervisor is the same for both.
-        self.runner = runners.runner_for(row.runner, (namespace, name, uid), self._runner_event)
-        self.local_mpi = mpi.adapt(self.plan, self.runtime) if not row.runner else None
-        if self.local_mpi:
-            self.base_env.update(self.local_mpi.env)
-        self._probe_pool: ThreadPoolExecutor | None = None
         # the status endpoint: updates arrive on the server's threads, are taken each tick
-        self.reports = Reports(self.store, namespace, name, uid)
-
-    @property
-    def probe_pool(self) -> ThreadPoolExecutor:
-        if self._probe_pool is None:
-            self._probe_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe")
-        return self._probe_pool
+        reports = Reports(self.store, namespace, name, uid)
+        super().__init__(home, namespace, name, uid, row, self.plan, self.runtime, reports)
 
     # -- bookkeeping --------------------------------------------------------------------------
-
-    def event(
-        self, type_: str, reason: str, message: str, kind: str = "TrainJob", obj: str = ""
-    ) -> None:
-        self.events.append(
-            EventRow(
-                self.namespace,
-                self.name,
-                self.uid,
-                type_,
-                reason,
-                message,
-                times.now(),
-                kind,
-                obj or self.name,
-            )
-        )
-        self.dirty = True
-
-    def _runner_event(self, type_: str, reason: str, message: str, kind: str, obj: str) -> None:
-        self.event(type_, reason, message, kind, obj)
-
-    def set_pod(self, key: Key, **values: Any) -> None:
-        self.rows[key] = replace(self.rows[key], **values)
-        self.dirty = True
 
     def flush(self) -> None:
         # a report posted before a pod exited is queued before that exit is reaped: kept with it
@@ -206,86 +145,6 @@ class Supervisor:
         if problem is not None:
             self.event("Warning", "StatusServerFailed", f"progress will not be reported: {problem}")
 
-    # -- pods -----------------------------------------------------------------------------------
-
-    def new_attempt(self) -> None:
-        """Create the pods of a (re)started JobSet, all Pending."""
-        self.first_failure = ""
-        self.templates = pods.pod_templates(self.plan, self.uid, self.restarts)
-        self.runs = {}
-        self.failures = {}
-        self.rows, self.virtual = jobset_rules.pending_rows(
-            self.templates, self.namespace, self.name, self.uid, self.restarts, self.local_mpi
-        )
-        self.dirty = True
-        try:
-            self.runner.new_attempt(self.plan, self.templates)  # new endpoints for the pods
-        except pods.PodConfigError as e:
-            self.fail(status.REASON_POD_CONFIG_ERROR, str(e))
-
-    def job_state(self, rname: str, j: int) -> str:
-        return jobset_rules.job_state(self.templates, self.rows, self.failures, rname, j)
-
-    def deps_met(self, t: pods.PodTemplate) -> bool:
-        return jobset_rules.deps_met(t, self.rows, self.jobset.rjob_names, self.jobset.in_order)
-
-    def start_pods(self) -> None:
-        vols = homes.volumes_dir(self.home, self.namespace, self.name)
-        for t in self.templates:
-            key = (t.job, t.job_index, t.index)
-            row = self.rows[key]
-            if row.phase != st.POD_PENDING or key in self.runs or not self.deps_met(t):
-                continue
-            if key in self.virtual:
-                self.set_pod(key, phase=st.POD_RUNNING, started=times.now(), ready=True)
-                self._mark_started()
-                continue
-            env = self.base_env
-            if t.job in self.jobset.trainer_jobs:  # the status endpoint, as upstream's plugin
-                env = {**env, **self.reports.env}
-            try:
-                kept = self.kept.dirs(t)
-                volumes.materialize(t, self.plan, vols, kept)
-                files.private_dirs(self.home, self.kept.checkpoint_dir)
-                local = self.runner.build(
-                    t,
-                    self.plan,
-                    vols,
-                    self.row.cwd,
-                    self.namespace,
-                    env,
-                    kept=kept,
-                    extra_env=self.kept.env(self.restarts),
-                )
-            except (pods.PodConfigError, OSError, ConfigError) as e:  # ConfigError: a planted link
-                self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
-                return
-            log = homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
-            try:
-                run = self.runner.start(local, log, self.probe_pool)
-            except (OSError, ConfigError) as e:
-                self.fail(status.REASON_POD_CONFIG_ERROR, f"pod {t.name}: {e}")
-                return
-            self.runs[key] = run
-            leader = run.leader
-            pid = leader.pid if leader else None
-            self.set_pod(
-                key,
-                phase=st.POD_RUNNING,
-                started=times.now(),
-                pid=pid,
-                pid_start=procs.start_time(pid) if pid else None,
-                ready=run.ready,
-            )
-            self.event(
-                "Normal",
-                "SuccessfulCreate",
-                f"Created pod: {t.name}",
-                "Job",
-                f"{self.jobset_name}-{t.job}-{t.job_index}",
-            )
-            self._mark_started()
-
     def _mark_started(self) -> None:
         if self.phase in (st.CREATED, st.SUSPENDED):
             self.phase = st.RUNNING
@@ -293,94 +152,6 @@ class Supervisor:
             self.started = times.now()
         self.status.setdefault("startTime", times.now())  # again after a resume, as a Job's
         self.dirty = True
-
-    def probe(self) -> None:
-        """Run due probes of running pods; record readiness changes and probe events."""
-        for key, run in self.runs.items():
-            out = run.tick_probes()
-            for type_, reason, message in out.events if out else ():
-                self.event(type_, reason, message, "Pod", self.rows[key].pod_name)
-            ready = run.ready
-            if self.rows[key].ready != ready:
-                self.set_pod(key, ready=ready)
-
-    def reap(self) -> None:
-        for key, run in list(self.runs.items()):
-            if not run.poll():
-                continue
-            code = run.exit_code
-            assert code is not None
-            t = next(t for t in self.templates if (t.job, t.job_index, t.index) == key)
-            if code == 0:
-                self.set_pod(
-                    key,
-                    phase=st.POD_SUCCEEDED,
-                    exit_code=0,
-                    finished=times.now(),
-                    pid=None,
-                    ready=False,
-                )
-            else:
-                what = failure_message(run, code)
-                self.set_pod(
-                    key,
-                    phase=st.POD_FAILED,
-                    exit_code=code,
-                    finished=times.now(),
-                    pid=None,
-                    message=what,
-                    ready=False,
-                )
-                self.event("Warning", "Failed", what, "Pod", t.name)
-                if not self.first_failure:  # the one the job's Failed message names
-                    who = step_name(t.job, t.index, t.job_index)
-                    rank = f" (rank {t.index})" if t.job == "node" else ""
-                    self.first_failure = f"{who}{rank}: {what}"
-                jk = (key[0], key[1])
-                self.failures[jk] = self.failures.get(jk, 0) + 1
-                if self.failures[jk] <= t.backoff_limit:
-                    # The Job controller replaces a failed pod while under backoffLimit.
-                    self._rotate_log(t)
-                    self.set_pod(
-                        key, phase=st.POD_PENDING, exit_code=None, started=None, finished=None
-                    )
-                else:
-                    job_name = f"{self.jobset_name}-{t.job}-{t.job_index}"
-                    self.event(
-                        "Warning",
-                        js.REASON_BACKOFF_LIMIT_EXCEEDED,
-                        js.MESSAGE_BACKOFF_LIMIT_EXCEEDED,
-                        "Job",
-                        job_name,
-                    )
-            del self.runs[key]
-
-    def _rotate_log(self, t: pods.PodTemplate) -> None:
-        logfiles.rotate(
-            homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)
-        )
-
-    def kill_all(self) -> None:
-        stop_all(self.runs.values())
-        self.runs = {}
-
-    def stop_pods(self, phase_for_running: str, message: str) -> None:
-        """Kill every process; Pending/Running pods take ``phase_for_running``."""
-        self.kill_all()
-        for key, row in self.rows.items():
-            if row.phase in (st.POD_PENDING, st.POD_RUNNING):
-                phase = phase_for_running
-                if key in self.virtual and phase == st.POD_FAILED:
-                    phase = st.POD_SUCCEEDED  # sshd-only pods did not fail; they were not needed
-                fields: dict[str, Any] = {
-                    "phase": phase,
-                    "pid": None,
-                    "message": message or row.message,
-                    "ready": False,
-                }
-                if row.phase == st.POD_RUNNING:
-                    fields["finished"] = times.now()
-                self.set_pod(key, **fields)
 
     # -- policies -------------------------------------------------------------------------------
 
