@@ -18,6 +18,7 @@ Used by ``trainjob.controller.manager`` when it builds the informers.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from trainjob.api import constants as c
@@ -36,12 +37,25 @@ JOBSET_METADATA = (
 )
 
 
+def compact(value: Any) -> Any:
+    """``value`` rebuilt with every dict key interned (one string per key name, shared)."""
+    if isinstance(value, dict):
+        return {_intern(k) if type(k) is str else k: compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [compact(v) for v in value]
+    return value
+
+
+_intern = sys.intern
+
+
 def without_managed_fields(obj: Obj) -> Obj:
-    """``obj`` (a fresh dict from the apiserver, changed in place) without managedFields."""
+    """``obj`` (a fresh dict from the apiserver) without managedFields, compacted."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
-    return obj
+    result: Obj = compact(obj)
+    return result
 
 
 def controlled_by_trainjob(obj: Obj) -> bool:
@@ -75,7 +89,8 @@ def jobset_view(obj: Obj) -> Obj | None:
         out["spec"] = kept
     if obj.get("status"):
         out["status"] = obj["status"]
-    return out
+    result: Obj = compact(out)
+    return result
 
 
 def _replicated_job(rj: Obj) -> Obj:

@@ -146,3 +146,22 @@ def test_the_informer_caches_what_the_transform_keeps_and_forgets_what_it_drops(
         assert inf.get("ns/e") is None
     finally:
         inf.stop()
+
+
+def test_cached_objects_share_their_key_strings() -> None:
+    """Two objects decoded apart hold one string per key name (json.loads makes one per key of
+    each object): a cache of thousands of TrainJobs pays for each name once."""
+    import json
+
+    a, b = (
+        cache.without_managed_fields(json.loads(json.dumps({"metadata": {"name": n}, "spec": {}})))
+        for n in ("a", "b")
+    )
+    key_a = next(k for k in a if k == "metadata")
+    key_b = next(k for k in b if k == "metadata")
+    assert key_a is key_b
+    assert a == {"metadata": {"name": "a"}, "spec": {}}
+    va = cache.jobset_view(jobset("a"))
+    vb = cache.jobset_view(jobset("b"))
+    assert va is not None and vb is not None
+    assert next(iter(va["metadata"])) is next(iter(vb["metadata"]))

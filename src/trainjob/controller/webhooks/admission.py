@@ -359,9 +359,10 @@ def _without_time(patch: Obj) -> Obj:
     return {k: v for k, v in patch.items() if k != "time"}
 
 
-def review(body: bytes, handler: Callable[[Obj], Verdict]) -> bytes:
-    """Decode an AdmissionReview, run ``handler`` on its request, encode the response."""
-    doc = json.loads(body or b"{}")
+def review(body: bytes | Obj, handler: Callable[[Obj], Verdict]) -> bytes:
+    """Decode an AdmissionReview (or take it decoded), run ``handler`` on its request, encode
+    the response."""
+    doc = body if isinstance(body, dict) else json.loads(body or b"{}")
     request = doc.get("request") or {}
     try:
         verdict = handler(request)

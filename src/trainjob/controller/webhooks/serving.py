@@ -338,7 +338,7 @@ def _route(handler: Callable[[Obj], admission.Verdict]) -> http.Route:
             return 400, "text/plain", b"the body is not JSON: send an AdmissionReview\n"
         if not isinstance(doc, dict) or not isinstance(doc.get("request") or {}, dict):
             return 400, "text/plain", b"the body is not an AdmissionReview\n"
-        return 200, "application/json", admission.review(body, handler)
+        return 200, "application/json", admission.review(doc, handler)  # decoded once
 
     return route
 
