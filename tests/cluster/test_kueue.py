@@ -149,6 +149,11 @@ def test_a_localqueue_admits_trainjobs_one_at_a_time_within_its_quota(
     assert kit.condition(wl, "Admitted") is None
     assert kit.get_trainjob(kube, "second", ns)["spec"]["suspend"] is True
     assert kit.pods(kube, "second", ns) == []
+    # trainjob's phase condition says why (trainjob.api.phases)
+    held = wait_for(
+        lambda: kit.condition(kit.get_trainjob(kube, "second", ns), "Queued"), what="Queued"
+    )
+    assert held["reason"] == "QueuedByKueue" and "(queue lq)" in held["message"], held
 
     assert kit.wait_condition(kube, "first", ns, "Complete")["reason"] == "AllJobsCompleted"
     wait_for(
@@ -161,7 +166,16 @@ def test_a_localqueue_admits_trainjobs_one_at_a_time_within_its_quota(
         timeout=60,
         what="second admitted",
     )
+    # right after Kueue's resume: Running (upstream shows only Suspended=False meanwhile)
+    running = wait_for(
+        lambda: kit.condition(kit.get_trainjob(kube, "second", ns), "Running"),
+        timeout=60,
+        what="second's Running condition",
+    )
+    assert running["reason"] == "AllTrainerPodsRunning", running
     assert kit.wait_condition(kube, "second", ns, "Complete")["reason"] == "AllJobsCompleted"
+    types = [k["type"] for k in kit.get_trainjob(kube, "second", ns)["status"]["conditions"]]
+    assert types == ["Suspended", "Complete"], "finished: upstream's conditions only"
 
 
 def test_a_trainjob_managed_by_multikueue_is_left_to_it(cluster: Cluster, ns: str) -> None:
