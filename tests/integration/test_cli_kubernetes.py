@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -338,12 +339,22 @@ def test_run_follow_of_a_job_that_fails_before_any_pod_ends_with_the_reason(
         text=True,
         env=cli_env(control_plane),
     )
+    said: list[str] = []
+    assert proc.stderr is not None
+    reader = threading.Thread(target=lambda: said.extend(proc.stderr or ()), daemon=True)
+    reader.start()
     try:
         wait_for(lambda: kube.get_or_none(r.JOBSETS, "nopods", namespace), 30, what="JobSet")
+        # the JobSet fails once the CLI has shown the job's progress while no pod exists (else
+        # its first look may already see Failed)
+        wait_for(lambda: any("nopods: Created" in line for line in said), 30, what="progress")
         fail_jobset(kube, "nopods", namespace)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout = proc.stdout.read() if proc.stdout else ""
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
     finally:
         proc.kill()
+    stderr = "".join(said)
     assert proc.returncode == 1, stdout + stderr
     assert (
         stderr.strip()
