@@ -3,10 +3,11 @@ kubernetes backend read and change it the same way, through the one Kubernetes e
 
 No JobSet controller or kubelet runs in this control plane, so the test plays them: it creates the
 pods a JobSet would, replaces them as a JobSet restart does, records a kubelet's event and writes
-the Complete condition trainjob's controller would copy from the JobSet. Pod logs need a kubelet,
-which cannot run here (the apiserver serves none): following a log across a restart is pinned on
-the local backend (tests/e2e/test_front_ends.py) and against a stand-in for the log API
-(tests/unit/cluster/test_logs_follow.py).
+the Complete condition trainjob's controller would copy from the JobSet. A kubelet cannot run
+here: pod logs come from a stand-in for its log endpoint behind the real apiserver
+(tests/integration/kubelet_logs.py), so following a log across a restart goes through the
+apiserver's own log API and proxy, from both front ends, as on the local backend
+(tests/e2e/test_front_ends.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests.front_ends import Cli, FrontEnd, Sdk
+from tests.integration import kubelet_logs
+from tests.integration.kubelet_logs import Kubelet
 
 from trainjob import KubernetesBackendConfig, TrainerClient
 from trainjob.core import times
@@ -27,6 +30,8 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
@@ -42,8 +47,9 @@ def trainjob(name: str) -> dict[str, Any]:
     }
 
 
-def start_pod(kube: Client, ns: str, job: str, attempt: int) -> str:
-    """The pod of node 0 in restart ``attempt``, Running (as JobSet and a kubelet would make it)."""
+def start_pod(kube: Client, ns: str, job: str, attempt: int, node: str | None = None) -> str:
+    """The pod of node 0 in restart ``attempt``, Running (as JobSet and a kubelet would make it);
+    on ``node`` when given (the scheduler's binding)."""
     name = f"{job}-node-0-0-{attempt}abcd"
     kube.create(
         r.PODS,
@@ -60,7 +66,10 @@ def start_pod(kube: Client, ns: str, job: str, attempt: int) -> str:
                     "batch.kubernetes.io/job-completion-index": "0",
                 },
             },
-            "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch"}]},
+            "spec": {
+                "containers": [{"name": "node", "image": "pytorch/pytorch"}],
+                **({"nodeName": node} if node else {}),
+            },
         },
         ns,
     )
@@ -148,3 +157,49 @@ def test_status_events_watch_and_delete_read_the_same_from_both_front_ends(
     assert front.exists("fe")
     front.delete("fe")
     assert not front.exists("fe")
+
+
+@pytest.fixture
+def kubelet(kube: Client) -> Iterator[tuple[Kubelet, str]]:
+    """A stand-in kubelet's log endpoint and the Node it serves (tests/integration/kubelet_logs)."""
+    node = f"fake-kubelet-{os.getpid()}-{time.monotonic_ns()}"
+    with kubelet_logs.serving() as (fake, port):
+        kubelet_logs.register_node(kube, node, port)
+        try:
+            yield fake, node
+        finally:
+            kube.delete(kubelet_logs.NODES, node)
+
+
+def test_logs_follow_the_pod_that_takes_over_after_a_restart_from_both_front_ends(
+    front: FrontEnd,
+    kube: Client,
+    namespace: str,
+    torch_runtime: str,
+    kubelet: tuple[Kubelet, str],
+) -> None:
+    fake, node = kubelet
+    kube.create(r.TRAINJOBS, trainjob("fl"), namespace)
+    first = start_pod(kube, namespace, "fl", 0, node)
+    fake.log(namespace, first, "node").write("attempt 0")
+
+    def restart_then_complete() -> None:
+        """Once the first line came: a JobSet restart (the pod replaced, its container ends),
+        then the new pod's line and success."""
+        kube.delete(r.PODS, first, namespace)
+        second = start_pod(kube, namespace, "fl", 1, node)
+        log = fake.log(namespace, second, "node")
+        log.write("attempt 1")
+        fake.log(namespace, first, "node").end()
+        time.sleep(1)
+        complete(kube, namespace, "fl", second)
+        log.end()
+
+    driver = threading.Thread(target=restart_then_complete)
+    try:
+        lines = front.follow("fl", driver.start)
+    finally:
+        if driver.is_alive():
+            driver.join(timeout=60)
+    assert lines == ["attempt 0", "attempt 1"]  # one step, two pods, through the apiserver
+    assert any(p.startswith("/containerLogs/") and "follow=true" in p for p in fake.requests)

@@ -60,14 +60,8 @@ def pip_install_script(
 ) -> str:
     """The bash prefix that installs ``packages`` (user site first, then system-wide), logging to
     ``log_file`` (upstream's ``pip_install.log`` by default; ``TEMP_LOG_FILE``: a temp file)."""
-    if not index_urls:
-        raise ValueError("pip_index_urls must name at least one package index")
+    pkgs, opts = _pip_words(packages, index_urls)
     log = '"$(mktemp 2>/dev/null || echo pip_install.log)"' if log_file is None else _dq(log_file)
-    pkgs = " ".join(shlex.quote(str(p)) for p in packages)
-    opts = " ".join(
-        [f"--index-url {shlex.quote(str(index_urls[0]))}"]
-        + [f"--extra-index-url {shlex.quote(str(u))}" for u in index_urls[1:]]
-    )
     return (
         _PIP_SCRIPT.replace("__PACKAGES__", pkgs)
         .replace("__OPTS__", opts)
@@ -140,6 +134,17 @@ def venv_install_script(
     (``cleanup``), or with the job. ``python`` and ``torchrun`` both see its packages (``PATH``,
     ``PYTHONPATH``); the caller's environment is never changed.
     """
+    pkgs, opts = _pip_words(packages, index_urls)
+    return (
+        _VENV_SCRIPT.replace("__PACKAGES__", pkgs)
+        .replace("__OPTS__", opts)
+        .replace("__CLEANUP__", _VENV_CLEANUP if cleanup else _VENV_KEEP)
+    )
+
+
+def _pip_words(packages: Sequence[str], index_urls: Sequence[str]) -> tuple[str, str]:
+    """The packages and the ``--index-url``/``--extra-index-url`` options of a pip install, each
+    shell-quoted (the first index is the index, the others extra ones)."""
     if not index_urls:
         raise ValueError("pip_index_urls must name at least one package index")
     pkgs = " ".join(shlex.quote(str(p)) for p in packages)
@@ -147,11 +152,7 @@ def venv_install_script(
         [f"--index-url {shlex.quote(str(index_urls[0]))}"]
         + [f"--extra-index-url {shlex.quote(str(u))}" for u in index_urls[1:]]
     )
-    return (
-        _VENV_SCRIPT.replace("__PACKAGES__", pkgs)
-        .replace("__OPTS__", opts)
-        .replace("__CLEANUP__", _VENV_CLEANUP if cleanup else _VENV_KEEP)
-    )
+    return pkgs, opts
 
 
 def _dq(value: str) -> str:
