@@ -121,7 +121,12 @@ def guarded(call: Callable[[], int]) -> int:
     """Run a command; its exit code (0 ok, 1 user error, 130 interrupted; typer's usage errors,
     2, are mapped in :func:`trainjob.cli.root.run`)."""
     try:
-        return call()
+        code = call()
+        sys.stdout.flush()  # here, so that a reader gone (| head) is told apart below
+        return code
+    except BrokenPipeError:  # the reader left (trainjob get jobs | head): quietly, as kubectl
+        _stdout_to_devnull()
+        return 1
     except TrainJobError as e:
         report(e)
         return 1
@@ -132,6 +137,17 @@ def guarded(call: Callable[[], int]) -> int:
         if isinstance(e.code, int):
             return e.code
         return 0 if e.code is None else 1
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what the gone reader
+    did not take raises nothing (Python's advice for SIGPIPE, docs: signal)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a file (a test's StringIO)
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -124,3 +124,29 @@ def test_the_listing_shows_the_jobs(home_with_jobs: Path) -> None:
     rows = [line.split()[:2] for line in out.splitlines()]
     assert code == 0
     assert rows == [["job-0", "Complete"], ["job-1", "Failed"], ["job-2", "Running"]]
+
+
+@pytest.mark.parametrize("probe", [FAST, TYPER], ids=["fast", "typer"])
+@pytest.mark.parametrize("output", ["wide", "yaml"])
+def test_a_reader_gone_ends_it_quietly(home_with_jobs: Path, probe: str, output: str) -> None:
+    """``trainjob get jobs | head``: the reader closes the pipe; no traceback, exit 1 (as the
+    typer way always did)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    out = home_with_jobs.parent / "p.json"
+    env.update(TRAINJOB_HOME=str(home_with_jobs), PROBE_OUT=str(out))
+    read, write = os.pipe()
+    os.close(read)  # gone before anything is written
+    try:
+        res = subprocess.run(
+            [sys.executable, "-c", probe, "get", "jobs", "-o", output],
+            env=env,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert res.returncode == 0 and json.loads(out.read_text())["code"] == 1
+    assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, res.stderr
