@@ -1,5 +1,6 @@
-"""Fine-tuning speed and memory: trainjob's TRL trainer beside TRL used directly and a plain
-transformers + peft loop, in one run, alternating, like for like.
+"""Fine-tuning speed and memory: trainjob's TRL trainer beside TRL used directly, a plain
+transformers + peft loop and torchtune 0.6.1, and trainjob on 2 nodes against 1, in one run,
+alternating, like for like.
 
 The same model (a Llama built here, offline: hidden 512, 8 layers, 8 heads, MLP 1376, vocabulary
 8192, untied: about 34M parameters, fp32), the same data (one pre-tokenized sequence of
@@ -15,6 +16,15 @@ constant, no weight decay), gradient clipping (max norm 1.0: TRL's default) and 
   runtime runs under torchrun);
 * **hf**: a plain loop: ``AutoModelForCausalLM``, ``peft.get_peft_model``, forward, backward,
   clip, step (no TRL per-step metrics: the floor).
+* **torchtune**: ``tune run full_finetune_single_device`` / ``lora_finetune_single_device``
+  of torchtune 0.6.1 in a venv of its own (:data:`TORCHTUNE_VENV`, made with uv on first use;
+  torchao 0.15), a config written here for the same model (torchtune's ``llama3`` /
+  ``lora_llama3`` builders with its sizes, the HF checkpointer reading the same files), rows
+  (a dataset component over the same ids), optimizer (its cosine with 0 cycles: constant),
+  clipping and steps; its StdoutLogger's step lines (no per-step metrics beyond the loss);
+* **trainjob-2x1**: trainjob's ``trl sft`` as 2 nodes of 1 process each (``PET_NNODES=2``, two
+  launchers on this machine, gloo), half the batch and half the threads on each: the same
+  tokens per step as 1 node. Its ratio (marked ``*``) is over trainjob on 1 node.
 
 trainjob and trl both run TRL's SFTTrainer with what it computes every step (entropy and token
 accuracy, the sync for logging each step here), so those two are like for like; hf is the floor
@@ -34,8 +44,7 @@ Medians over ``--repeat`` rounds, engines alternating within each round.
     .venv/bin/python benchmarks/finetune.py [--modes full lora dora] [--steps 12] [--batch 4]
         [--seq 256] [--threads 2] [--repeat 1] [--hidden 512 --layers 8]
 
-Not measured here: torchtune 0.6.1 (``tune run`` in a venv of its own), 2 nodes x 1 process
-against 1, GPU runs (none on this machine).
+Not measured here: GPU runs (none on this machine).
 """
 
 from __future__ import annotations
@@ -52,7 +61,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ENGINES = ("trainjob", "trl", "hf")
+ENGINES = ("trainjob", "trl", "hf", "torchtune", "trainjob-2x1")
+TORCHTUNE_VENV = Path.home() / ".cache" / "trainjob" / "torchtune-0.6.1-venv"
+"""torchtune 0.6.1 in a venv of its own (it pins its torchao; torchao 0.15 installs beside this
+torch), made on first use with uv from PyPI and kept."""
 MODES = ("full", "lora", "dora", "qlora")
 LR = 1e-4
 LORA = {"r": 16, "alpha": 32, "dropout": 0.05, "targets": ["q_proj", "v_proj"]}
@@ -60,7 +72,10 @@ VOCAB = 8192
 
 # a step line of each engine: trainjob's "Epoch 1/1 step 3/12 loss 9.0123 lr ...", TRL's
 # printed log dict "{'loss': 9.0123, ...}", the plain loop's "step 3 loss 9.0123"
-STEP = re.compile(r"^(?:Epoch \d+/\d+ step \d+/\d+ loss |\{'loss': '?|step \d+ loss )([0-9.]+)")
+STEP = re.compile(
+    r"^(?:Epoch \d+/\d+ step \d+/\d+ loss |\{'loss': '?|step \d+ loss )([0-9.]+)"
+    r"|Step \d+ \| loss:([0-9.]+)"  # torchtune's StdoutLogger, after its tqdm bar on the line
+)
 
 
 def build(
@@ -186,12 +201,150 @@ def hf_loop(argv: list[str]) -> int:
     return 0
 
 
+TORCHTUNE_DATA = '''"""torchtune components of the benchmark: the same pre-tokenized rows, no tokenizer needed."""
+import json
+from types import SimpleNamespace
+
+
+def tokenizer(max_seq_len):
+    return SimpleNamespace(pad_id=0, max_seq_len=max_seq_len)
+
+
+def dataset(tokenizer, path):
+    rows = [json.loads(line)["input_ids"] for line in open(path) if line.strip()]
+    return [{"tokens": r, "labels": r} for r in rows]
+'''
+
+
+def torchtune_venv() -> Path:
+    """The venv's python, made with uv on first use."""
+    python = TORCHTUNE_VENV / "bin" / "python"
+    if not python.exists():
+        import torch
+
+        subprocess.run(
+            ["uv", "venv", "-q", "--python", sys.executable, str(TORCHTUNE_VENV)], check=True
+        )
+        torch_pin = f"torch=={torch.__version__.split('+')[0]}"
+        subprocess.run(
+            [
+                "uv",
+                "pip",
+                "install",
+                "-q",
+                "-p",
+                str(python),
+                "torchtune==0.6.1",
+                "torchao==0.15.0",
+                torch_pin,
+            ],
+            check=True,
+        )
+    return python
+
+
+def torchtune_config(mode: str, model: Path, data: Path, out: Path, a: argparse.Namespace) -> Path:
+    """A ``tune run`` config of the same model, rows, optimizer, clipping and steps (torchtune's
+    own builders: ``llama3`` with this model's sizes, its HF checkpointer reading model/)."""
+    import yaml
+
+    cfg = json.loads((model / "config.json").read_text())
+    dims = {
+        "vocab_size": cfg["vocab_size"],
+        "num_layers": cfg["num_hidden_layers"],
+        "num_heads": cfg["num_attention_heads"],
+        "num_kv_heads": cfg["num_key_value_heads"],
+        "embed_dim": cfg["hidden_size"],
+        "intermediate_dim": cfg["intermediate_size"],
+        "max_seq_len": cfg["max_position_embeddings"],
+        "rope_base": int(
+            (cfg.get("rope_parameters") or {}).get("rope_theta", cfg.get("rope_theta", 10000))
+        ),
+        "norm_eps": cfg["rms_norm_eps"],
+    }
+    if mode == "full":
+        component = {"_component_": "torchtune.models.llama3._component_builders.llama3", **dims}
+    else:
+        component = {
+            "_component_": "torchtune.models.llama3._component_builders.lora_llama3",
+            **dims,
+            "lora_attn_modules": list(LORA["targets"]),  # type: ignore[call-overload]
+            "apply_lora_to_mlp": False,
+            "apply_lora_to_output": False,
+            "lora_rank": LORA["r"],
+            "lora_alpha": LORA["alpha"],
+            "lora_dropout": LORA["dropout"],
+            "use_dora": mode == "dora",
+            "quantize_base": mode == "qlora",
+        }
+    conf = {
+        "output_dir": str(out),
+        "tokenizer": {"_component_": "tt_bench.tokenizer", "max_seq_len": a.seq},
+        "dataset": {"_component_": "tt_bench.dataset", "path": str(data / "train.jsonl")},
+        "seed": 0,
+        "shuffle": False,
+        "model": component,
+        "checkpointer": {
+            "_component_": "torchtune.training.FullModelHFCheckpointer",
+            "checkpoint_dir": str(model),
+            "checkpoint_files": ["model.safetensors"],
+            "output_dir": str(out),
+            "model_type": "LLAMA3",
+        },
+        "resume_from_checkpoint": False,
+        "save_adapter_weights_only": True,
+        "batch_size": a.batch,
+        "epochs": 1,
+        "max_steps_per_epoch": a.steps,
+        "gradient_accumulation_steps": 1,
+        "optimizer": {
+            "_component_": "torch.optim.AdamW",
+            "lr": LR,
+            "weight_decay": 0.0,
+            "fused": False,
+        },
+        "lr_scheduler": {
+            "_component_": "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
+            "num_warmup_steps": 0,
+            "num_cycles": 0.0,
+        },
+        "loss": {"_component_": "torch.nn.CrossEntropyLoss"},
+        "clip_grad_norm": 1.0,
+        "compile": False,
+        "device": "cpu",
+        "dtype": "fp32",
+        "enable_activation_checkpointing": False,
+        "enable_activation_offloading": False,
+        "metric_logger": {"_component_": "torchtune.training.metric_logging.StdoutLogger"},
+        "log_every_n_steps": 1,
+        "log_peak_memory_stats": False,
+        "profiler": {"_component_": "torchtune.training.setup_torch_profiler", "enabled": False},
+    }
+    if mode == "full":
+        conf["optimizer_in_bwd"] = False
+    path = out.parent / f"torchtune-{mode}.yaml"
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(conf))
+    (out.parent / "tt_bench.py").write_text(TORCHTUNE_DATA)
+    return path
+
+
 def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: argparse.Namespace):
     """One engine's run: (seconds to first step, tokens/s, peak RSS MiB, first step's loss)."""
     out = work / f"out-{engine}-{mode}"
+    extra_env: dict[str, str] = {}
     if engine == "hf":
         cmd = [sys.executable, __file__, "--hf-loop", mode, str(model), str(data)]
         cmd += [str(a.steps), str(a.batch)]
+    elif engine == "torchtune":
+        recipe = "full_finetune_single_device" if mode == "full" else "lora_finetune_single_device"
+        conf = torchtune_config(mode, model, data, out, a)
+        cmd = [str(torchtune_venv().parent / "tune"), "run", recipe, "--config", str(conf)]
+        extra_env["PYTHONPATH"] = str(work)
+    elif engine == "trainjob-2x1":
+        cmd = [sys.executable, "-m", "trainjob.trainers.llm.trl", "sft"]
+        half = argparse.Namespace(**{**vars(a), "batch": a.batch // 2})
+        cmd += trl_flags(mode, model, data, out, half)
     else:
         module = "trainjob.trainers.llm.trl" if engine == "trainjob" else "trl.scripts.sft"
         cmd = [sys.executable, "-m", module, *(["sft"] if engine == "trainjob" else [])]
@@ -204,9 +357,28 @@ def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: arg
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "DISABLE_KUBEFLOW_INTEGRATION": "TRUE",
+        **extra_env,
     }
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PET_NNODES", "PET_NPROC_PER_NODE"):
         env.pop(var, None)
+    other = None
+    if engine == "trainjob-2x1":  # 2 nodes of 1 process, half the threads and batch each
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env["OMP_NUM_THREADS"] = str(max(1, a.threads // 2))
+        env |= {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "1", "PET_MASTER_ADDR": "127.0.0.1"}
+        env["PET_MASTER_PORT"] = str(port)
+        other = subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**env, "PET_NODE_RANK": "1"},
+            cwd=work,
+        )
+        env["PET_NODE_RANK"] = "0"
     started = time.monotonic()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=work
@@ -216,13 +388,15 @@ def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: arg
     losses: list[float] = []
     tail: list[str] = []
     for line in proc.stdout:
-        m = STEP.match(line.strip())
+        m = STEP.search(line.strip())
         if m:
             times.append(time.monotonic())
-            losses.append(float(m.group(1)))
+            losses.append(float(m.group(1) or m.group(2)))
         tail = [*tail[-30:], line]
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    if other is not None and other.wait(timeout=120) != 0:
+        raise SystemExit(f"{engine} {mode}: node 1 failed ({other.returncode})")
     if proc.returncode != 0 or len(times) < 2:
         raise SystemExit(f"{engine} {mode} failed ({proc.returncode}):\n{''.join(tail)}")
     tokens = (len(times) - 1) * a.batch * a.seq
@@ -273,14 +447,20 @@ def main() -> int:
             e: [statistics.median(x[i] for x in results[(mode, e)]) for i in range(4)]
             for e in a.engines
         }
-        peers = [med[e][1] for e in a.engines if e != "trainjob"]
+        peers = [med[e][1] for e in a.engines if not e.startswith("trainjob")]
         best = max(peers) if peers else None
         for e in a.engines:
             ratio = f"{med[e][1] / best:.2f}" if best and e == "trainjob" else ""
+            if e == "trainjob-2x1" and "trainjob" in med:
+                ratio = f"{med[e][1] / med['trainjob'][1]:.2f}*"  # against trainjob on 1 node
             print(
                 f"{mode:6}{e:10}{med[e][1]:10.1f}{med[e][0]:14.1f}{med[e][2]:14.0f}"
                 f"{med[e][3]:13.4f}{ratio:>8}"
             )
+    if "trainjob-2x1" in a.engines:
+        print(
+            "* trainjob-2x1: 2 nodes x 1 process (batch/2, threads/2 each) over trainjob on 1 node"
+        )
     return 0
 
 
