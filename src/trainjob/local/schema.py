@@ -3,7 +3,8 @@ older versions (:func:`create_or_upgrade`). Each upgrade only adds what older ro
 store written by an older trainjob is read, once upgraded, with nothing lost.
 
 Versions: 2 added ``pods.ready``; 3 ``jobs.runner`` (how its pods run); 4 the listing's columns
-(:data:`trainjob.local.rows.DERIVED_COLS`), filled in from each job's JSON on upgrade."""
+(:data:`trainjob.local.rows.DERIVED_COLS`), filled in from each job's JSON on upgrade, and
+``jobs.whole`` with the triggers that keep it (:data:`TRIGGERS`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,26 @@ _LISTING_DDL = {
     "metrics": "TEXT NOT NULL DEFAULT '{}'",
 }
 """The listing's columns of ``jobs`` (schema 4), in :data:`rows.DERIVED_COLS`' order."""
+
+
+def whole_json(prefix: str = "") -> str:
+    """SQL: whether a row's ``trainjob`` and ``status`` are JSON objects (valid JSON whose first
+    character but white space is ``{``; an empty status is ``{}``)."""
+    space = "' ' || char(9) || char(10) || char(13)"
+    cols = (f"{prefix}trainjob", f"coalesce(nullif({prefix}status, ''), '{{}}')")
+    return " AND ".join(
+        f"json_valid({c}) AND substr(ltrim({c}, {space}), 1, 1) = '{{'" for c in cols
+    )
+
+
+TRIGGERS = [
+    f"""CREATE TRIGGER IF NOT EXISTS jobs_whole_{when} AFTER {event} ON jobs BEGIN
+  UPDATE jobs SET whole = ({whole_json("NEW.")}) WHERE rowid = NEW.rowid;
+END"""
+    for when, event in (("insert", "INSERT"), ("update", "UPDATE OF trainjob, status"))
+]
+"""``jobs.whole`` kept by SQLite itself on every write of a job's JSON, by trainjob or anyone
+(a hand edit with sqlite3): a listing reads the flag, not the JSON, to skip a damaged row."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,6 +74,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   supervisor_start TEXT,
   runner TEXT NOT NULL DEFAULT '',
   {listing_columns},
+  whole INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY (namespace, name)
 );
 CREATE TABLE IF NOT EXISTS pods (
@@ -120,6 +142,10 @@ def create_or_upgrade(db: sqlite3.Connection, path: Path) -> None:
     for stmt in SCHEMA.split(";"):
         if stmt.strip():
             db.execute(stmt)
+    job_cols = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
+    if "whole" in job_cols:  # else added by the upgrade to 4, below, before its triggers
+        for trigger in TRIGGERS:
+            db.execute(trigger)
     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         db.execute(
@@ -148,6 +174,11 @@ def _add_listing_columns(db: sqlite3.Connection, job_cols: set[str]) -> None:
     for col, ddl in _LISTING_DDL.items():
         if col not in job_cols:
             db.execute(f"ALTER TABLE jobs ADD COLUMN {col} {ddl}")
+    if "whole" not in job_cols:
+        db.execute("ALTER TABLE jobs ADD COLUMN whole INTEGER NOT NULL DEFAULT 1")
+    db.execute(f"UPDATE jobs SET whole = ({whole_json()})")
+    for trigger in TRIGGERS:
+        db.execute(trigger)
     found = db.execute("SELECT rowid, trainjob, runtime, status FROM jobs").fetchall()
     for rowid, trainjob, runtime, status in found:
         values = rows.derived({"trainjob": trainjob, "runtime": runtime, "status": status})

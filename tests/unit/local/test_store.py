@@ -252,6 +252,11 @@ def test_the_listing_columns_follow_every_write_of_the_trainjob_and_its_status(
     assert store.listing()[0][11:13] == (1, 5)
     assert store.update_job("default", "a", "u1", status="{}")
     assert store.listing()[0][14:19] == (None, "", None, None, "{}")
+    with sqlite3.connect(tmp_path / "db") as raw:  # a hand edit: SQLite's trigger sees it
+        raw.execute("UPDATE jobs SET status = '[1]' WHERE name = 'a'")
+    assert store.listing()[0][-1] == 0
+    assert store.update_job("default", "a", "u1", status="{}")
+    assert store.listing()[0][-1] == 1
     store.insert_job(_row("b", "u2", "Running", ts=time.time() + 1))
     report = {"trainerStatus": {"lastUpdatedTime": "t", "progressPercentage": 40, "metrics": []}}
     assert store.write_status("default", "b", "u2", pods=[], events=[], status=json.dumps(report))
@@ -267,14 +272,18 @@ def test_a_store_from_schema_version_3_gets_the_listing_columns_from_its_jobs_js
 
     store = Store(tmp_path / "trainjob.db")
     store.insert_job(_finished_row("old", "u0", ttl=None))
+    store.insert_job(_finished_row("broken", "u1", ttl=None))
     store.close()
     db = sqlite3.connect(tmp_path / "trainjob.db")
-    for col in rows.DERIVED_COLS:
+    db.execute("DROP TRIGGER jobs_whole_insert")
+    db.execute("DROP TRIGGER jobs_whole_update")
+    db.execute("UPDATE jobs SET trainjob = '{not json' WHERE name = 'broken'")
+    for col in (*rows.DERIVED_COLS, "whole"):
         db.execute(f"ALTER TABLE jobs DROP COLUMN {col}")
     db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    (s,) = LocalExecutor(tmp_path).states(pods=False)
+    (s,) = LocalExecutor(tmp_path).states(pods=False)  # the damaged one skipped, and said
     assert (s.name, s.runtime_name, s.num_nodes) == ("old", "plain", 3)
     assert s.progress is not None and s.progress.loss == "0.25"
     assert s.progress.progress_percentage == 100 and dict(s.progress.metrics)["lr"] == "1e-4"
