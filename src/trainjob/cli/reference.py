@@ -49,11 +49,12 @@ Shell completion (commands, options, choices): `source <(trainjob completion bas
 `trainjob completion fish > ~/.config/fish/completions/trainjob.fish`.
 
 Start-up: `trainjob version` and `trainjob get jobs` import neither typer nor pydantic, rich, YAML
-or a Kubernetes client, and other commands import only what they use, so a listing answers in
-about 7x the time of `python -c pass` (it was 30x): on the 2-core development machine, shared and
-busy, `get jobs` takes 182 ms of CPU (816 before), `version` 81 (403), `--help` 311 (1088), beside
-25 for `python -c pass` in the same run. `python benchmarks/cli_startup.py` measures it (wall and
-CPU, median and p95, each command right after a `python -c pass`).
+or a Kubernetes client, and other commands import only what they use.
+`python benchmarks/cli_startup.py` measures it (wall and CPU, median and p95, each command right
+after a `python -c pass`); on the 2-core development machine, shared and busy (load 14), back to back
+with the code before the change: `get jobs` 173 ms of CPU, 7.4x `python -c pass` (931 ms, 40x,
+before), `version` 88 ms (399), `--help` 301 ms (1126), `python -c pass` 23 ms. The wall time
+there is mostly waiting for a core (`python -c pass` itself took 117 ms).
 
 This page is generated from the commands themselves (`python -m trainjob.cli.reference`);
 `trainjob COMMAND --help` prints the same.
