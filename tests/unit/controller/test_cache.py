@@ -165,3 +165,12 @@ def test_cached_objects_share_their_key_strings() -> None:
     vb = cache.jobset_view(jobset("b"))
     assert va is not None and vb is not None
     assert next(iter(va["metadata"])) is next(iter(vb["metadata"]))
+
+
+def test_copy_json_is_a_deep_copy() -> None:
+    obj = {"a": [{"b": 1}, "c", None, 2.5, True], "d": {"e": {"f": []}}}
+    got = cache.copy_json(obj)
+    assert got == obj
+    got["a"][0]["b"] = 2
+    got["d"]["e"]["f"].append(1)
+    assert obj == {"a": [{"b": 1}, "c", None, 2.5, True], "d": {"e": {"f": []}}}
