@@ -21,9 +21,13 @@ graphroot = "$DIR/storage"
 runroot = "$DIR/run"
 EOF
 export CONTAINERS_STORAGE_CONF="$DIR/storage.conf" TMPDIR="$DIR/tmp" TRAINJOB_CACHE="$DIR/cache"
+[[ "$(podman info --format '{{.Store.GraphRoot}}')" == "$DIR/storage" ]] \
+  || { echo "cold-images: podman ignores CONTAINERS_STORAGE_CONF; not touching its store" >&2; exit 1; }
 cleanup() {
   # (not `podman system reset`: it would also remove every podman network, others' included)
-  podman rmi --all --force >/dev/null 2>&1 || true
+  if [[ "$(podman info --format '{{.Store.GraphRoot}}' 2>/dev/null)" == "$DIR/storage" ]]; then
+    podman rmi --all --force >/dev/null 2>&1 || true
+  fi
   rm -rf "$DIR"
 }
 trap cleanup EXIT

@@ -9,14 +9,15 @@
 # and kustomize, upstream's controller; cluster: the rest), while the Python set-up, lint, types
 # and the fast tests run. Cold (no ~/.cache/trainjob: no Go modules, no build cache) they are
 # ~3,400 CPU seconds and ~600 MB of modules: about 33 minutes on 2 idle cores, and the whole run
-# about 55 of CI's 90 minutes (measured and estimated in hack/README.md, "Cold build cost").
+# about 55-66 of CI's 90 minutes (measured and estimated in hack/README.md, "Cold build cost").
 # The test fixtures wait for the builds they need (hack/build-control-plane.sh takes a lock per
 # component). Their log: $TRAINJOB_GO_BUILD_LOG (default: a temporary file, printed at the end).
 #
 # trainjob's images (hack/build-images.sh: podman, cached by content, so seconds once built) build
 # in the background too, once scripts/setup.sh has made .venv (the trainers copy its torch); the
 # tests that run an image wait for it (tests/containers.py: the script's lock). Where podman cannot
-# run containers, nothing is built and those tests are skipped, saying why.
+# run containers, nothing is built and those tests are skipped, saying why. Cold, they take ~400
+# CPU seconds and ~18 minutes (mostly disk and network; hack/cold-images.sh measures it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
