@@ -34,7 +34,7 @@ from trainjob.local.containers import ContainerSettings, Mount
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
-TIMEOUT = 240.0
+TIMEOUT = 480.0  # a 2-node torch start in containers took over 240 s at load 12 (2 cores)
 
 
 @pytest.fixture(scope="module")
