@@ -5,7 +5,8 @@ PROGRESS ETA AGE (NAMESPACE first with ``-A``; STARTED DURATION REASON LOSS with
 PROGRESS, ETA and LOSS are what the training last reported, ``status.trainerStatus``, the ETA
 counted down since), from one listing of the
 backend (:meth:`trainjob.executor.base.Executor.states`); ``-w`` prints a job's row again each
-time its status, phase condition, restarts or progress report change (:meth:`~trainjob.executor.base.Executor.watch_states`).
+time its status, phase condition, restarts or progress report change
+(:meth:`~trainjob.executor.base.Executor.watch_states`) and its row reads differently, the clocks aside.
 ``get runtimes``: NAME KIND FRAMEWORK NODES (IMAGE with ``-o wide``).
 
 Registered on :data:`trainjob.cli.root.app`; acts through the executor of :func:`trainjob.cli.output.

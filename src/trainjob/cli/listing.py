@@ -165,18 +165,32 @@ def select(states: list[JobState], selector: str | None, sort_by: str | None) ->
     return states
 
 
+# the columns that tick with the clock alone
+_CLOCKS = frozenset({"AGE", "DURATION", "ETA", "STARTED"})
+
+
 def _watch_rows(ex: Executor, ns: str | None, names: set[str], wide: bool, first: Columns) -> None:
-    """``kubectl get -w``: a job's row again whenever its status or restarts change (new jobs
-    too), in the first table's columns, until Ctrl-C (which ends it quietly)."""
+    """``kubectl get -w``: a job's row again whenever what it shows changes (new jobs too), in
+    the first table's columns, until Ctrl-C (which ends it quietly)."""
     widths = first.widths()
+    # a row that would read as the last one printed for its job, but for the clocks, is not
+    # printed again (a phase condition no column shows, such as Running, changed)
+    clocks = {i for i, h in enumerate(first.rows[0]) if h in _CLOCKS}
+    printed: dict[tuple[str, str], list[str]] = {}
     updates = ex.watch_states(ns)
     try:
-        next(updates)  # the state the table shows
+        for s in next(updates):  # the state the table shows
+            row = job_row(s, ns is None, wide)
+            printed[(s.namespace, s.name)] = [c for i, c in enumerate(row) if i not in clocks]
         for changed in updates:
             for s in changed:
                 if names and s.name not in names:
                     continue
                 row = job_row(s, ns is None, wide)
+                seen = [c for i, c in enumerate(row) if i not in clocks]
+                if printed.get((s.namespace, s.name)) == seen:
+                    continue
+                printed[(s.namespace, s.name)] = seen
                 widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
                 echo(first.line(row, widths), flush=True)
     except KeyboardInterrupt:
