@@ -92,7 +92,8 @@ def test_a_two_node_ddp_run_completes_with_the_all_reduce_checked_on_every_rank(
         logs = "\n".join(client.get_job_logs(name, step=f"node-{rank}"))
         assert f"allreduce ok rank={rank} world=2 sum=3 on {name}-node-0-{rank}" in logs, logs
     uid = _uid(client.backend.executor, name)  # type: ignore[attr-defined]
-    assert containers.left_behind(uid) == {}, "containers and network go when the job ends"
+    # the supervisor writes Complete, then removes the job's containers and network (seconds)
+    _wait_for(lambda: containers.left_behind(uid) == {}, 30, "the containers and network to go")
     client.delete_job(name)
 
 
@@ -307,5 +308,6 @@ def test_the_llm_lora_example_runs_on_the_llm_trainer_image(tmp_path: Path) -> N
     # mounted into the containers at the runtime's mountPath
     out = Path(next(o.location for o in ex.outputs("llm-lora") if o.name == "output_dir"))
     assert (out / "adapter_config.json").exists() and (out / "adapter_model.safetensors").exists()
-    assert containers.left_behind(_uid(ex, "llm-lora")) == {}
+    uid = _uid(ex, "llm-lora")
+    _wait_for(lambda: containers.left_behind(uid) == {}, 30, "the containers and network to go")
     ex.delete("llm-lora")
