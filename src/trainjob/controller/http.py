@@ -13,9 +13,10 @@ the process past its memory limit:
   few seconds does not keep it open) and an idle kept-alive connection is closed after
   :data:`IDLE_TIMEOUT`;
 * a body needs a valid ``Content-Length`` of at most :data:`MAX_BODY` (negative, malformed or
-  missing with a body: 400/411; chunked: 501; larger: 413, unread); bodies over 64 KiB share a
-  budget of :data:`BODY_BUDGET` bytes in flight (read into one buffer each, held until answered),
-  so many large requests at once wait their turn;
+  missing with a body: 400/411; chunked: 501; larger: 413, then up to :data:`DRAIN_LIMIT` of it
+  read and dropped, so that the client hears the 413 rather than a reset connection); bodies over
+  64 KiB share a budget of :data:`BODY_BUDGET` bytes in flight (read into one buffer each, held
+  until answered), so many large requests at once wait their turn;
 * at most :data:`MAX_CONNECTIONS` connections are open; one more evicts the connection that has
   waited longest for its client, so stalled connections never lock a new one out.
 
@@ -73,6 +74,8 @@ HANDSHAKE_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 10.0  # the apiserver gives a webhook call at most 10 s (timeoutSeconds)
 IDLE_TIMEOUT = 60.0
 WRITE_TIMEOUT = 10.0
+DRAIN_LIMIT = 1024 * 1024  # of a refused body, read and dropped before closing
+DRAIN_TIMEOUT = 2.0
 TLS_READ_BUFFER = 16 * 1024
 """Bytes asyncio's TLS layer reads from a socket at once (its default, 256 KiB, is allocated for
 every connection: under a burst the apiserver holds dozens of webhook connections open, which
@@ -83,11 +86,17 @@ asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER  # process-wide: only ou
 
 
 class _Reject(Exception):
-    """A request answered with an error status, after which the connection is closed."""
+    """A request answered with an error status, after which the connection is closed.
 
-    def __init__(self, status: int, message: str) -> None:
+    ``unread`` is the length of a body left unread (a 413): so that a client still sending it hears
+    the answer instead of a reset connection, up to :data:`DRAIN_LIMIT` of it is read and dropped
+    after the reply (a "lingering close", as nginx and Go's net/http do).
+    """
+
+    def __init__(self, status: int, message: str, unread: int = 0) -> None:
         super().__init__(message)
         self.status = status
+        self.unread = unread
 
 
 @dataclass(eq=False)
@@ -217,6 +226,8 @@ class Server:
                 body, reserved = await self._body(method, headers, reader, writer)
         except _Reject as e:
             await self._reply(writer, e.status, "text/plain", f"{e}\n".encode(), close=True)
+            if e.unread:
+                await _drain(reader, min(e.unread, DRAIN_LIMIT))
             return False
         except TimeoutError:
             log.debug(
@@ -275,7 +286,7 @@ class Server:
             raise _Reject(400, f"invalid Content-Length {raw[:40]!r}")
         length = int(raw)
         if length > self.max_body:
-            raise _Reject(413, "request body too large")
+            raise _Reject(413, "request body too large", unread=length)
         if headers.get("expect", "").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         reserved = await self._reserve(length)
@@ -352,6 +363,19 @@ async def _read_exactly(reader: asyncio.StreamReader, length: int) -> bytes:
         view[filled : filled + len(chunk)] = chunk
         filled += len(chunk)
     return cast(bytes, buf)  # a bytearray, read as bytes by json.loads and the routes
+
+
+async def _drain(reader: asyncio.StreamReader, length: int) -> None:
+    """Read and drop up to ``length`` bytes within :data:`DRAIN_TIMEOUT` (then close anyway)."""
+    try:
+        async with asyncio.timeout(DRAIN_TIMEOUT):
+            while length > 0:
+                chunk = await reader.read(min(1 << 16, length))
+                if not chunk:
+                    return
+                length -= len(chunk)
+    except TimeoutError:
+        return
 
 
 def serve(
