@@ -17,7 +17,6 @@ line from ``trainjob plan``, the admission webhook and the controller::
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -87,19 +86,54 @@ def _go_ordered(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
 class FieldError:
-    """One invalid field: its dotted path, the kind of problem, the bad value and what to do."""
+    """One invalid field: its dotted path, the kind of problem, the bad value and what to do.
+
+    Frozen, compared and hashed by its four fields, as a frozen dataclass; a plain class because
+    every command imports this module, ``trainjob get jobs`` too, and :mod:`dataclasses` (with
+    the :mod:`inspect` it imports) was a tenth of that command's start-up."""
+
+    __slots__ = ("type", "field", "detail", "bad_value")  # noqa: RUF023 (the fields, in order)
 
     type: ErrorType
     field: str
-    detail: str = ""
-    bad_value: Any = _OMIT
+    detail: str
+    bad_value: Any
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, type: ErrorType, field: str, detail: str = "", bad_value: Any = _OMIT
+    ) -> None:
         # API models are kept as the data Go would print (equal to their dict form).
-        if self.bad_value is not _OMIT and not isinstance(self.bad_value, str | int | float):
-            object.__setattr__(self, "bad_value", _go_ordered(self.bad_value))
+        if bad_value is not _OMIT and not isinstance(bad_value, str | int | float):
+            bad_value = _go_ordered(bad_value)
+        for name, value in zip(self.__slots__, (type, field, detail, bad_value), strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: FieldError is frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: FieldError is frozen")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.type, self.field, self.detail, self.bad_value)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not FieldError:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"FieldError(type={self.type!r}, field={self.field!r}, detail={self.detail!r}, "
+            f"bad_value={self.bad_value!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FieldError, self._key())
 
     def __str__(self) -> str:
         head = f"{self.field}: {self.type.value}"

@@ -30,8 +30,7 @@ Readers that want the phase in every case (``describe``, ``get jobs``, the dashb
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainjob.api import constants as c
 from trainjob.core import conditions as cond
@@ -60,8 +59,7 @@ _INITIALIZERS = (c.ANCESTOR_DATASET_INITIALIZER, c.ANCESTOR_MODEL_INITIALIZER)
 Obj = Mapping[str, Any]
 
 
-@dataclass(frozen=True)
-class Phase:
+class Phase(NamedTuple):
     type: str
     reason: str
     message: str

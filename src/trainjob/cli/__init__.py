@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -33,13 +32,18 @@ class Backend(StrEnum):
     kubernetes = "kubernetes"
 
 
-@dataclass
 class Target:
     """Where the job commands act: this machine, or the cluster of a kubeconfig (and context)."""
 
-    backend: Backend = Backend.local
-    kubeconfig: str | None = None
-    context: str | None = None
+    def __init__(
+        self,
+        backend: Backend = Backend.local,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.kubeconfig = kubeconfig
+        self.context = context
 
 
 TARGET = Target()

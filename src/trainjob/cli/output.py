@@ -15,9 +15,8 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from trainjob import text
 from trainjob.api import constants as c
@@ -67,8 +66,7 @@ class Output(StrEnum):
     jsonpath = "jsonpath"
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(NamedTuple):
     """An ``-o`` value: its kind (None: the table), and a JSONPath template."""
 
     kind: Output | None = None

@@ -14,7 +14,6 @@ executor`).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -259,9 +258,7 @@ def _follow_run(ex: Executor, name: str, ns: str) -> None:
     if first.pods:
         inits = tuple(p for p in first.pods if p.job in INITIALIZERS and p.runs)
         if inits:
-            for pod, line in ex.all_logs(
-                dataclasses.replace(first, pods=inits), True, opener=executor
-            ):
+            for pod, line in ex.all_logs(first.replace(pods=inits), True, opener=executor):
                 err.print(f"[{step_name(*pod.step)}] {line}", markup=False, highlight=False)
         job, index, job_index = default_step(first)
         # Progress while the steps before it run (when they had no log of their own to show).

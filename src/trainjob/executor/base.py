@@ -16,14 +16,12 @@ the apiserver's (:mod:`trainjob.kube.errors`, which subclass them where they mea
 from __future__ import annotations
 
 import abc
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from trainjob.api import phases
-from trainjob.executor import model, triage
+from trainjob.executor import model
 from trainjob.executor.model import (
     Event,
     JobFailedError,
@@ -35,6 +33,7 @@ from trainjob.executor.model import (
 
 if TYPE_CHECKING:
     from trainjob.api.trainer import Runtime, TrainJob
+    from trainjob.executor import triage
 
 
 class Executor(abc.ABC):
@@ -147,6 +146,8 @@ class Executor(abc.ABC):
     ) -> triage.Failure | None:
         """Why a Failed job failed (:mod:`trainjob.executor.triage`): the step and rank that
         failed first, its exit code or signal, its last log lines; None unless Failed."""
+        from trainjob.executor import triage  # here: a listing never reads a failure
+
         s = state if state is not None else self.state(name, namespace)
         return triage.failure(
             s,
@@ -286,6 +287,9 @@ class Executor(abc.ABC):
                 ):
                     yield p, line
             return
+        import queue  # here, with threading: only a follow of several pods needs them
+        import threading
+
         lines: queue.Queue[tuple[PodState, str] | BaseException | None] = queue.Queue()
 
         def read(p: PodState) -> None:

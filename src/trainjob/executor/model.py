@@ -1,6 +1,6 @@
 """The job model every executor reports in: a job's phase, its pods and its events.
 
-Plain frozen values that :class:`trainjob.executor.base.Executor` implementations (the local
+Plain frozen values (named tuples, and two frozen classes) that :class:`trainjob.executor.base.Executor` implementations (the local
 processes of :mod:`trainjob.local`, a cluster through :mod:`trainjob.cluster`) build from what
 they run, and that the SDK, the CLI (and the dashboard) read, so each shows a job the same way
 whatever runs it. The TrainJob's own ``status`` keeps upstream's condition types (Suspended,
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple, Self
 
 from trainjob.core import times
 from trainjob.errors import TrainJobError
@@ -45,8 +45,55 @@ NOT_RUN_LOCALLY = "not run locally"
 sshd-only worker pods of an MPI runtime): it has no log of its own."""
 
 
-@dataclass(frozen=True)
-class PodState:
+class _Frozen:
+    """Instances that cannot be changed once made (as a frozen dataclass's): :meth:`replace`
+    makes a changed copy. Plain classes rather than dataclasses: every ``trainjob get jobs``
+    imports this module, and six frozen dataclasses (with :mod:`dataclasses`, which imports
+    :mod:`inspect`) were about a tenth of its start-up (benchmarks/cli_startup.py)."""
+
+    __slots__: tuple[str, ...] = ()
+    _compared: tuple[str, ...] = ()
+    """The fields :meth:`__eq__`, :meth:`__hash__` and :meth:`__repr__` read, in order."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: {type(self).__name__} is frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: {type(self).__name__} is frozen")
+
+    def _set(self, **values: Any) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._compared)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._compared)
+        return f"{type(self).__name__}({fields})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle and copy: __init__ takes every field
+        return (type(self), tuple(getattr(self, n) for n in self.__slots__))
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (``dataclasses.replace``)."""
+        out = object.__new__(type(self))
+        for name in self.__slots__:
+            object.__setattr__(out, name, changes.pop(name, getattr(self, name)))
+        if changes:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(changes)}")
+        return out
+
+
+class PodState(_Frozen):
     """One pod of one replicatedJob.
 
     ``job`` is the replicatedJob name, ``index`` the completion index, ``job_index`` the Job's
@@ -56,22 +103,42 @@ class PodState:
     runtime run locally) or why it failed; ``ready`` is the pod's Ready condition: Running, its
     init containers done and its containers passing their readiness probes. Where the executor
     reads pod specs (a cluster), ``resources`` are the step container's resources (``limits`` and
-    ``requests``) and ``env`` its plain-valued variables: the SDK reads devices from them.
+    ``requests``) and ``env`` its plain-valued variables: the SDK reads devices from them (they
+    are left out of equality and repr).
     """
+
+    __slots__ = (  # noqa: RUF023 (the fields, in order: __init__ and replace read them)
+        "job", "index", "name", "phase", "exit_code", "started", "finished", "restarts",
+        "job_index", "message", "ready", "resources", "env",
+    )  # fmt: skip
+    _compared = __slots__[:-2]
 
     job: str
     index: int
     name: str
-    phase: str = POD_PENDING
-    exit_code: int | None = None
-    started: str | None = None
-    finished: str | None = None
-    restarts: int = 0
-    job_index: int = 0
-    message: str = ""
-    ready: bool = False
-    resources: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    env: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    phase: str
+    exit_code: int | None
+    started: str | None
+    finished: str | None
+    restarts: int
+    job_index: int
+    message: str
+    ready: bool
+    resources: Mapping[str, Any]
+    env: Mapping[str, str]
+
+    def __init__(
+        self, job: str, index: int, name: str, phase: str = POD_PENDING,
+        exit_code: int | None = None, started: str | None = None, finished: str | None = None,
+        restarts: int = 0, job_index: int = 0, message: str = "", ready: bool = False,
+        resources: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+    ) -> None:  # fmt: skip
+        self._set(
+            job=job, index=index, name=name, phase=phase, exit_code=exit_code, started=started,
+            finished=finished, restarts=restarts, job_index=job_index, message=message,
+            ready=ready, resources={} if resources is None else resources,
+            env={} if env is None else env,
+        )  # fmt: skip
 
     @property
     def step(self) -> tuple[str, int, int]:
@@ -84,8 +151,7 @@ class PodState:
         return not self.message.startswith(NOT_RUN_LOCALLY)
 
 
-@dataclass(frozen=True)
-class JobSummary:
+class JobSummary(NamedTuple):
     """What a listing shows of a job's TrainJob (its runtime, nodes, latest progress report),
     for an executor that keeps these beside the object (the local store's listing columns): a
     listing of many jobs then reads them without parsing a TrainJob."""
@@ -95,27 +161,45 @@ class JobSummary:
     progress: MetricSample | None = None
 
 
-@dataclass(frozen=True)
-class JobState:
+class JobState(_Frozen):
     """A job's phase, times and pods. ``reason``/``message`` explain the phase when finished.
 
     ``trainjob`` is the TrainJob object as the executor stores it (metadata, spec, status), empty
     where a listing did not read it. ``summary``, where the executor sets it, answers
     :attr:`runtime_name`, :attr:`num_nodes` and :attr:`progress` without reading ``trainjob``.
+    Both are left out of equality and repr.
     """
+
+    __slots__ = (  # noqa: RUF023 (the fields, in order: __init__ and replace read them)
+        "name", "namespace", "phase", "created", "started", "completed", "restarts", "reason",
+        "message", "pods", "trainjob", "summary",
+    )  # fmt: skip
+    _compared = __slots__[:-2]
 
     name: str
     namespace: str
     phase: str
     created: str
-    started: str | None = None
-    completed: str | None = None
-    restarts: int = 0
-    reason: str = ""
-    message: str = ""
-    pods: tuple[PodState, ...] = field(default_factory=tuple)
-    trainjob: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    summary: JobSummary | None = field(default=None, compare=False, repr=False)
+    started: str | None
+    completed: str | None
+    restarts: int
+    reason: str
+    message: str
+    pods: tuple[PodState, ...]
+    trainjob: Mapping[str, Any]
+    summary: JobSummary | None
+
+    def __init__(
+        self, name: str, namespace: str, phase: str, created: str, started: str | None = None,
+        completed: str | None = None, restarts: int = 0, reason: str = "", message: str = "",
+        pods: tuple[PodState, ...] = (), trainjob: Mapping[str, Any] | None = None,
+        summary: JobSummary | None = None,
+    ) -> None:  # fmt: skip
+        self._set(
+            name=name, namespace=namespace, phase=phase, created=created, started=started,
+            completed=completed, restarts=restarts, reason=reason, message=message, pods=pods,
+            trainjob={} if trainjob is None else trainjob, summary=summary,
+        )  # fmt: skip
 
     @property
     def finished(self) -> bool:
@@ -153,8 +237,7 @@ class JobState:
         return int(value) if value is not None else None
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     """Something a job produced that outlives it (``trainjob delete`` and ``run --replace`` keep
     it; ``delete --purge`` removes it): ``name`` is the volume (or ``output_dir``, the trainer's
     output directory inside one), ``location`` where it is (a directory on this machine, or
@@ -165,8 +248,7 @@ class Output:
     description: str = ""
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     """A Kubernetes-style event: ``type`` Normal|Warning, a CamelCase reason, a sentence."""
 
     type: str
@@ -177,14 +259,13 @@ class Event:
     involved_name: str = ""
 
 
-@dataclass(frozen=True)
-class MetricSample:
+class MetricSample(NamedTuple):
     """One progress report of a job (a ``status.trainerStatus`` the job posted, KEP-2779): when
     it was made and what it said. ``metrics`` keeps upstream's strings (``{"loss": "0.52"}``):
     a value that is not a number is kept too, a chart skips it."""
 
     time: str
-    metrics: Mapping[str, str] = field(default_factory=dict)
+    metrics: Mapping[str, str] = MappingProxyType({})
     progress_percentage: int | None = None
     estimated_remaining_seconds: int | None = None
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +104,7 @@ class Attempt:
         self.event(type_, reason, message, kind, obj)
 
     def set_pod(self, key: Key, **values: Any) -> None:
-        self.rows[key] = replace(self.rows[key], **values)
+        self.rows[key] = self.rows[key]._replace(**values)
         self.dirty = True
 
     def new_attempt(self) -> None:

@@ -17,9 +17,7 @@ Callers: ``trainjob.client`` (the local backend of TrainerClient) and ``trainjob
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
-import logging
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -38,11 +36,20 @@ from trainjob.local.rows import StoredObject, listing_summary
 from trainjob.local.store import JobRow, Store
 
 if TYPE_CHECKING:  # the models (pydantic) and the compiler load when a job is submitted
+    import logging
+
     from trainjob.api.trainer import Runtime, TrainJob
 
 __all__ = ["DEFAULT_NAMESPACE", "LocalExecutor"]
 
-log = logging.getLogger(__name__)
+
+def _log() -> logging.Logger:
+    """This module's logger; logging loads on the first message (a listing seldom has one)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
+
 _LIVE = liveness.LIVE
 
 
@@ -172,7 +179,7 @@ class LocalExecutor(Executor):
         """Delete a job finished at ``done`` whose ``ttl`` (seconds, None: none) ran out."""
         if ttl is None or done is None or done + ttl > time.time():
             return False
-        log.info(
+        _log().info(
             "deleting TrainJob %s/%s: its ttlSecondsAfterFinished (%ss) ran out",
             namespace,
             name,
@@ -193,7 +200,7 @@ class LocalExecutor(Executor):
         key = (row.namespace, row.name, row.uid)
         if key not in self._skipped:
             self._skipped.add(key)
-            log.warning("warning: skipping %s", self._unreadable(row, problem))
+            _log().warning("warning: skipping %s", self._unreadable(row, problem))
 
     def _check_alive(self, row: JobRow) -> JobRow:
         """Fail a live-phase job whose supervisor is gone (:mod:`trainjob.local.liveness`);
@@ -261,7 +268,7 @@ class LocalExecutor(Executor):
                 row = self._check_alive(row)
                 if row.phase != phase:  # its supervisor died: read it again
                     dead = self.state(name, ns)
-                    out.append(dead if pods else dataclasses.replace(dead, pods=()))
+                    out.append(dead if pods else dead.replace(pods=()))
                     continue
             state = JobState(
                 name=name, namespace=ns, phase=phase, created=created, started=started,

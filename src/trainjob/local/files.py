@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -166,4 +165,6 @@ def remove_tree(home: Path, path: Path) -> None:
                 os.unlink(cur)
                 return
             raise _link_error(cur, home)
+    import shutil  # here: its compression modules load with it
+
     shutil.rmtree(path, ignore_errors=True)

@@ -25,7 +25,6 @@ Used by the executor, the supervisor and the pod builder.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from trainjob.api import constants as c
@@ -139,6 +138,8 @@ def disk_full_note(path: Path) -> str:
     its log cannot say so itself.
     """
     try:
+        import shutil  # here: its compression modules load with it
+
         free = shutil.disk_usage(path).free
     except OSError:
         return ""

@@ -8,13 +8,16 @@ one (a pid may be reused). Used by :meth:`trainjob.local.executor.LocalExecutor.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainjob.local import files, procs
 from trainjob.local import home as homes
 from trainjob.local.store import JobRow, Store
+
+if TYPE_CHECKING:  # subprocess loads when a supervisor is started (a reader only reaps)
+    import subprocess
 
 # Supervisors this process started: kept so that they are reaped (no zombies, no warnings).
 _STARTED: list[subprocess.Popen[bytes]] = []
@@ -28,6 +31,8 @@ def reap() -> None:
 def start_supervisor(home: Path, store: Store, row: JobRow) -> None:
     """Start the supervisor of the stored job ``row`` in a fresh job directory and store its
     pid. Raises ConfigError when its files cannot be made safely, OSError when it cannot start."""
+    import subprocess
+
     jdir = homes.job_dir(home, row.namespace, row.name)
     files.remove_tree(home, jdir)  # a previous job's files (never through a link)
     files.private_dirs(home, jdir / "logs")

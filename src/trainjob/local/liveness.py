@@ -9,19 +9,21 @@ the machine rebooted, the client exited before starting it) is marked Failed wit
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.local import home as homes
-from trainjob.local import procs, ptree, status
+from trainjob.local import procs, status
 from trainjob.local.launch import reap
 from trainjob.local.store import EventRow, JobRow, PodRow, Store, StoreFullError
+
+if TYPE_CHECKING:  # the process table is read for a dead job only (ctypes loads with it)
+    from trainjob.local import ptree
 
 LIVE = (st.CREATED, st.RUNNING, st.SUSPENDED)
 START_GRACE = 60.0  # seconds a stored job may wait for its supervisor to record its pid
@@ -75,15 +77,7 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
     for counts in job_status.get("jobsStatus") or ():
         counts.update(active=0, ready=0)  # its processes are stopped
     pods_now = [
-        p.__class__(
-            **{
-                **p.__dict__,
-                "phase": st.POD_FAILED,
-                "pid": None,
-                "finished": ts,
-                "ready": False,
-            }
-        )
+        p._replace(phase=st.POD_FAILED, pid=None, finished=ts, ready=False)
         if p.phase in (st.POD_PENDING, st.POD_RUNNING)
         else p
         for p in store.pods(row.namespace, row.name)
@@ -105,12 +99,14 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
         )
     except StoreFullError:
         unwritten[row.uid] = (pods_now, event)
-    return dataclasses.replace(row, **failed)
+    return row._replace(**failed)
 
 
 def stop_processes(store: Store, home: Path, row: JobRow) -> None:
     """Kill whatever of ``row``'s job still runs without its supervisor: its pods' process
     groups, every process of the job in any session, what its pod runner left (containers)."""
+    from trainjob.local import ptree  # the process table is read for a dead job only
+
     for p in store.pods(row.namespace, row.name):
         if p.pid and procs.alive(p.pid, p.pid_start):
             procs.kill_group(p.pid)
@@ -123,6 +119,8 @@ def stop_processes(store: Store, home: Path, row: JobRow) -> None:
 def job_processes(home: Path, row: JobRow) -> ptree.Procs:
     """Every process of ``row``'s job still running: those carrying its mark, and those its
     supervisor last recorded (one that cleared its environment and left its session)."""
+    from trainjob.local import ptree
+
     found = ptree.owned(f"{row.uid}/")
     with contextlib.suppress(ConfigError):  # a row no valid job dir belongs to
         found.update(ptree.recorded(homes.processes_file(home, row.namespace, row.name)))

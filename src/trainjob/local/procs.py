@@ -8,15 +8,17 @@ supervisors, liveness checks, cleaning up after a dead supervisor) and by the su
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import functools
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # subprocess and ctypes load when a process is started, not on a liveness check
+    import subprocess
 
 
 def start_time(pid: int) -> str | None:
@@ -65,8 +67,10 @@ def kill_group(pgid: int | None, sig: int = signal.SIGKILL) -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _child_setup() -> None:
-    """In the child: own session (so its whole group can be killed) and die with the parent."""
+def _child_setup(ctypes: Any) -> None:
+    """In the child: own session (so its whole group can be killed) and die with the parent.
+    ``ctypes`` is the module, imported by the parent (a child between fork and exec imports
+    nothing)."""
     os.setsid()
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -83,6 +87,9 @@ def spawn(
     die_with_parent: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` as the leader of a new session, stdout and stderr into ``out``."""
+    import ctypes
+    import subprocess
+
     return subprocess.Popen(
         list(argv),
         env=dict(env),
@@ -90,7 +97,7 @@ def spawn(
         stdin=subprocess.DEVNULL,
         stdout=out,
         stderr=subprocess.STDOUT,
-        preexec_fn=_child_setup if die_with_parent else os.setsid,
+        preexec_fn=functools.partial(_child_setup, ctypes) if die_with_parent else os.setsid,
         close_fds=True,
     )
 

@@ -1,6 +1,11 @@
-"""The rows of the local job store (:mod:`trainjob.local.store`): one frozen dataclass per
-table, whose fields are the table's columns in order (the column lists below are made from
-them, so a column is declared once), and the listing's columns of a job (:func:`derived`).
+"""The rows of the local job store (:mod:`trainjob.local.store`): one named tuple per table,
+whose fields are the table's columns in order (the column lists below are made from them, so a
+column is declared once), and the listing's columns of a job (:func:`derived`).
+
+Named tuples, not dataclasses: a row is a row of SQLite's (``JobRow(*r)``), changed with
+``_replace``, and every ``trainjob get jobs`` imports this module: making four frozen dataclasses
+(and importing :mod:`dataclasses`, which imports :mod:`inspect`) cost about a tenth of the
+command's start-up (benchmarks/cli_startup.py).
 
 A listing of many jobs (``trainjob get jobs``, the dashboard's Jobs page) reads only scalar
 columns kept beside each job's JSON (its runtime's name, nodes, TTLs, when it finished, its
@@ -12,15 +17,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainjob.core import lifetime
 from trainjob.executor.model import JobSummary, MetricSample, trainer_status_sample
 
 
-@dataclass(frozen=True)
-class JobRow:
+class JobRow(NamedTuple):
     namespace: str
     name: str
     uid: str
@@ -52,8 +55,7 @@ class JobRow:
         return out
 
 
-@dataclass(frozen=True)
-class PodRow:
+class PodRow(NamedTuple):
     namespace: str
     name: str
     uid: str
@@ -72,8 +74,7 @@ class PodRow:
     ready: bool = False  # Running with its containers ready (readiness probes passed)
 
 
-@dataclass(frozen=True)
-class EventRow:
+class EventRow(NamedTuple):
     namespace: str
     name: str
     uid: str
@@ -85,8 +86,7 @@ class EventRow:
     involved_name: str
 
 
-@dataclass(frozen=True)
-class ReportRow:
+class ReportRow(NamedTuple):
     """One progress report of a job (``status.trainerStatus`` keeps the latest): its time, the
     percentage and ETA it gave, and its metrics (a JSON object, name -> value as reported)."""
 
@@ -99,7 +99,7 @@ class ReportRow:
     metrics: str = "{}"
 
 
-JOB_COLS = [f.name for f in fields(JobRow)]
+JOB_COLS = list(JobRow._fields)
 DERIVED_COLS = (
     "runtime_ref", "num_nodes", "job_ttl", "runtime_ttl", "finished_at", "reported", "progress",
     "eta", "metrics",
@@ -110,14 +110,14 @@ LISTING_COLS = (
     "completed", "restarts", *DERIVED_COLS, "trainjob", "status",
 )  # fmt: skip
 """What a listing reads of each job (:meth:`Store.listing`), then whether its JSON is whole."""
-POD_COLS = [f.name for f in fields(PodRow)]
-EVENT_COLS = [f.name for f in fields(EventRow)]
-REPORT_COLS = [f.name for f in fields(ReportRow)]
+POD_COLS = list(PodRow._fields)
+EVENT_COLS = list(EventRow._fields)
+REPORT_COLS = list(ReportRow._fields)
 
 
 def pod_row(r: tuple[Any, ...]) -> PodRow:
     p = PodRow(*r)
-    return replace(p, ready=bool(p.ready))
+    return p._replace(ready=bool(p.ready))
 
 
 def _json_object(text: object) -> dict[str, Any]:

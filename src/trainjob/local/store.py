@@ -25,7 +25,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -197,6 +196,8 @@ class Store:
     def _cannot_write(self, e: BaseException) -> str:
         where = self.path.parent
         try:
+            import shutil  # here: its compression modules load with it
+
             free = f"{shutil.disk_usage(where).free // 1024} KiB free"
         except OSError:
             free = "free space unknown"

@@ -37,7 +37,6 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +196,7 @@ class Supervisor(Attempt):
         ts = times.now()
         status.failed(self.status, reason, message, ts)
         self.phase = st.FAILED
-        self.row = replace(self.row, reason=reason, message=message, completed=ts)
+        self.row = self.row._replace(reason=reason, message=message, completed=ts)
         self.event("Warning", reason, message, "TrainJob", self.name)
 
     def succeed(self) -> None:
@@ -206,8 +205,7 @@ class Supervisor(Attempt):
         status.complete(self.status, ts)
         self.status["completionTime"] = ts  # on Complete only, as a Job's
         self.phase = st.COMPLETE
-        self.row = replace(
-            self.row,
+        self.row = self.row._replace(
             reason=js.REASON_ALL_JOBS_COMPLETED,
             message=js.MESSAGE_ALL_JOBS_COMPLETED,
             completed=ts,

@@ -94,3 +94,34 @@ def test_version_and_get_jobs_start_without_typer(home_with_jobs: Path, argv: li
     """cli/fast.py answers them: typer and its command tree are most of a start-up."""
     modules = loaded(home_with_jobs, *argv)
     assert "typer" not in modules and "trainjob.cli.root" not in modules
+
+
+LISTING_NEEDS_NONE = {
+    "dataclasses": "the job model and the store's rows are plain classes and named tuples",
+    "inspect": "imported by dataclasses",
+    "logging": "the local executor's logger loads on its first message",
+    "subprocess": "a supervisor or a pod is started elsewhere (local/launch.py, local/procs.py)",
+    "ctypes": "the process table of a dead job (local/ptree.py), a child's prctl",
+    "shutil": "removing a job's files, a disk's free space",
+    "queue": "following several pods' logs (executor/base.py)",
+    "trainjob.executor.triage": "why a Failed job failed (describe, run --follow)",
+    "trainjob.local.ptree": "stopping a dead supervisor's processes",
+}
+"""What ``get jobs`` on the local backend does not need; each costs start-up (1-20 ms on the
+2-core machine, benchmarks/cli_startup.py) for a command a user types most."""
+
+
+@pytest.mark.parametrize(
+    "argv", [["get", "jobs"], ["get", "jobs", "-o", "wide", "-A"]], ids=" ".join
+)
+def test_get_jobs_loads_only_what_a_listing_needs(home_with_jobs: Path, argv: list[str]) -> None:
+    """The home holds a live job too (submitted a moment ago): its liveness check runs."""
+    modules = loaded(home_with_jobs, *argv)
+    assert "trainjob.local.liveness" in modules and "trainjob.local.store" in modules
+    assert {m: why for m, why in LISTING_NEEDS_NONE.items() if m in modules} == {}
+
+
+def test_the_listing_probe_sees_those_modules_where_a_command_needs_them(tmp_path: Path) -> None:
+    """The probe can see them: ``get runtimes`` (typer, the catalog) brings dataclasses."""
+    modules = loaded(tmp_path, "get", "runtimes")
+    assert "dataclasses" in modules and "inspect" in modules

@@ -7,7 +7,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -83,7 +82,7 @@ def test_a_full_store_is_a_one_line_error_and_the_store_stays_usable(tmp_path: P
     store.insert_job(_row("small"))
     pages = store._db.execute("PRAGMA page_count").fetchone()[0]
     store._db.execute(f"PRAGMA max_page_count = {pages}")
-    big = replace(_row("big", uid="u2"), plan=json.dumps(["x" * 200_000]))
+    big = _row("big", uid="u2")._replace(plan=json.dumps(["x" * 200_000]))
     with pytest.raises(StoreFullError) as err:
         store.insert_job(big)
     message = str(err.value)
@@ -124,7 +123,7 @@ def test_listing_a_thousand_jobs_is_one_query(tmp_path: Path) -> None:
     status.complete(done, "2026-01-01T00:00:00Z")
     for i in range(1000):
         row = _row(f"job-{i}", str(i), "Complete", float(i))
-        ex.store.insert_job(replace(row, status=json.dumps(done)))
+        ex.store.insert_job(row._replace(status=json.dumps(done)))
     statements: list[str] = []
     ex.store._db.set_trace_callback(statements.append)
     jobs = ex.states(pods=False)
@@ -137,8 +136,8 @@ def test_listing_a_thousand_jobs_is_one_query(tmp_path: Path) -> None:
 def test_a_job_whose_supervisor_never_started_fails_after_a_grace_period(tmp_path: Path) -> None:
     # The client died between storing the job and starting its supervisor (no pid recorded).
     ex = LocalExecutor(tmp_path)
-    ex.store.insert_job(replace(_row("fresh", "u1", "Created"), created_ts=time.time()))
-    ex.store.insert_job(replace(_row("stale", "u2", "Created"), created_ts=time.time() - 120))
+    ex.store.insert_job(_row("fresh", "u1", "Created")._replace(created_ts=time.time()))
+    ex.store.insert_job(_row("stale", "u2", "Created")._replace(created_ts=time.time() - 120))
     assert ex.state("fresh").phase == "Created"
     s = ex.state("stale")
     assert (s.phase, s.reason) == ("Failed", "SupervisorDied")
@@ -175,7 +174,7 @@ def test_a_store_from_schema_version_1_is_upgraded_in_place_and_keeps_its_pods(
     assert (pod.pod_name, pod.phase, pod.ready) == ("old-node-0-0-abcde", "Succeeded", False)
     got = sqlite3.connect(tmp_path / "db").execute("SELECT value FROM meta").fetchone()
     assert got == (str(SCHEMA_VERSION),) and SCHEMA_VERSION >= 2
-    store.put_pods([replace(pod, phase="Running", ready=True)])
+    store.put_pods([pod._replace(phase="Running", ready=True)])
     assert store.pods("default", "old")[0].ready is True
 
 
@@ -215,8 +214,8 @@ def _finished_row(name: str, uid: str, ttl: int | None = None) -> JobRow:
         },
     }
     runtime = {"spec": {"runPolicy": {"ttlSecondsAfterFinished": ttl}}} if ttl else {}
-    return replace(
-        row, trainjob=json.dumps(tj), status=json.dumps(status), runtime=json.dumps(runtime)
+    return row._replace(
+        trainjob=json.dumps(tj), status=json.dumps(status), runtime=json.dumps(runtime)
     )
 
 
