@@ -18,6 +18,7 @@ from typing import Any
 
 import typer
 
+from trainjob.cli import labels
 from trainjob.cli.root import _register, app
 
 PAGE = Path("docs/cli.md")
@@ -81,11 +82,7 @@ _EXTRA = re.compile(r"\s*\[(?:required|env var: [^\]]*)\]")
 def _option(param: Any, ctx: Any) -> tuple[str, str, str]:
     """(flags with their value's name, default, help) as ``--help`` prints them."""
     flags, help_text = param.get_help_record(ctx) or ("", "")
-    flags = flags.removesuffix(" <bool>")
-    opts, _, value = flags.partition(" <") if " <" in flags else (flags, "", "")
-    shown = ", ".join(f"`{o.strip()}`" for o in opts.split(","))
-    if value:
-        shown += f" `<{value}`"
+    shown = ", ".join(f"`{o.strip()}`" for o in flags.split(","))  # -n, --namespace NAMESPACE
     m = _DEFAULT.search(help_text)
     default = f"`{m.group(1).split(';')[0]}`" if m else ""
     help_text = _EXTRA.sub("", _DEFAULT.sub("", help_text))
@@ -114,7 +111,7 @@ def _section(full: str, cmd: Any, ctx: Any) -> str:
         lines += ["| Argument | |", "|---|---|"]
         for p in args:
             what = "one or more" if p.nargs == -1 else ("optional" if not p.required else "")
-            lines.append(f"| `{p.name.upper()}` | {what} |")
+            lines.append(f"| `{labels.argument_name(p)}` | {what} |")
         lines.append("")
     if opts:
         lines += ["| Option | Default | |", "|---|---|---|"]

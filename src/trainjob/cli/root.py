@@ -28,9 +28,11 @@ from trainjob.cli import (
     coercion,
     command_of,
     guarded,
+    labels,
 )
 
 coercion.install()  # option values without pydantic: most of the start-up (cli/coercion.py)
+labels.install()  # help texts label values as kubectl does: NAME, N, FILE (cli/labels.py)
 
 app = typer.Typer(
     name="trainjob",

@@ -5,6 +5,7 @@ the bash one run in a real bash; the zsh and fish ones through the calls their s
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,61 @@ def test_help_is_plain_text_without_bool_metavars(
     assert text.startswith("Usage: trainjob")
     assert "<bool>" not in text
     assert "╭" not in text  # no rich boxes
+
+
+LABEL = re.compile(r"[A-Z][A-Z0-9_-]*(\.\.\.)?|[a-z0-9-]+(\|[a-z0-9-]+)+")
+"""A value's label as kubectl and click write one: ``NAME``, ``N``, ``FILE``, ``NAME...``, or
+the choices ``local|container|kubernetes``; never typer's ``<str>``, ``<list[str]>``, ``{name}``."""
+
+
+def labels_of(text: str) -> list[tuple[str, str]]:
+    """(the option or argument, its value's label) of each entry of a help text, and the usage
+    line's arguments (``("usage", "NAME")``)."""
+    out: list[tuple[str, str]] = []
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("Usage: "):
+            words = line.split()  # Usage: trainjob get jobs [OPTIONS] [NAME]...
+            after = words[words.index("[OPTIONS]") + 1 :] if "[OPTIONS]" in words else []
+            out += [("usage", w.removesuffix("...").strip("[]"))
+                    for w in after if w not in ("COMMAND", "[ARGS]...")]  # fmt: skip
+        elif line and not line.startswith(" "):
+            section = line
+        elif section in ("Options:", "Arguments:") and line.startswith("  ") and line[2] != " ":
+            entry = re.split(r"\s{2,}", line.strip())[0].replace(",", " ").split()
+            if section == "Arguments:":
+                out += [("argument", word) for word in entry]
+            else:
+                names = [w for w in entry if w.startswith("-") or w == "/"]
+                out += [(names[0], word) for word in entry if word not in names]
+    return out
+
+
+@pytest.mark.parametrize("command", every_command(), ids=lambda c: " ".join(c) or "trainjob")
+def test_every_value_is_labelled_as_kubectl_labels_it(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = help_of(command, capsys)
+    for where, label in labels_of(text):
+        assert LABEL.fullmatch(label), f"{where}: {label!r} in:\n{text}"
+    for typers in ("<str>", "<bool>", "<int", "<float>", "<list", "<path>", "{name", "{names"):
+        assert typers not in text
+
+
+def test_the_labels_read_as_kubectl_users_expect(capsys: pytest.CaptureFixture[str]) -> None:
+    """The probe above sees what it checks: the labels of a few commands, as printed."""
+    got = labels_of(help_of(["get", "jobs"], capsys))
+    assert ("usage", "NAME") in got and ("argument", "NAME...") in got
+    assert ("-n", "NAMESPACE") in got and ("-o", "FORMAT") in got
+    assert ("--tail", "N") in labels_of(help_of(["logs"], capsys))
+    assert ("--backend", "local|container|kubernetes") in labels_of(help_of([], capsys))
+    assert ("--kubeconfig", "FILE") in labels_of(help_of([], capsys))
+    usage = help_of(["logs"], capsys).splitlines()[0]
+    assert usage == "Usage: trainjob logs [OPTIONS] NAME"
+    assert help_of(["suspend"], capsys).startswith("Usage: trainjob suspend [OPTIONS] NAME...\n")
+    assert ("--workers", "N") in labels_of(help_of(["controller"], capsys))
+    assert ("--metrics-port", "PORT") in labels_of(help_of(["controller"], capsys))
+    assert ("argument", "bash|zsh|fish") in labels_of(help_of(["completion"], capsys))
 
 
 def test_brackets_in_a_help_text_are_kept(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,4 +20,4 @@ def test_every_command_has_a_section_with_its_options() -> None:
     text = reference.render()
     for command in ("run", "get jobs", "get runtimes", "describe job", "logs", "delete", "crds"):
         assert f"## `trainjob {command}`" in text, command
-    assert "| `-n`, `--namespace` `<str>` |" in text
+    assert "| `-n`, `--namespace NAMESPACE` |" in text and "<str>" not in text
