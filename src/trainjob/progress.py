@@ -17,6 +17,13 @@ trainer pod: the local supervisor's loopback server and the controller's status 
 it. Safe anywhere: it returns False outside a TrainJob, never raises, sends at most one update
 every 5 seconds (a throttled call returns False), clamps the percentage to 0-100 and the ETA to
 >= 0, turns metric values into strings and keeps the first 256 metrics.
+
+:func:`update_unthrottled` is the same update without the throttle, for the two reports of a
+run the throttle must not drop (trainjob's built-in trainers send them,
+:mod:`trainjob.trainers.reporting`): the first with a loss and the last (100 %, ETA 0, the final
+metrics). The 5 s throttle would otherwise drop whichever came within 5 s of the report before;
+a run's last report is what a finished job shows for good. It counts for the throttle as any
+accepted update does.
 """
 
 from __future__ import annotations
@@ -130,6 +137,27 @@ def update_trainjob_status(
     when throttled (less than 5 s after the last accepted update), or when it failed (logged as
     a warning). Never raises.
     """
+    return _update(progress_percent, estimated_remaining_seconds, metrics, force=False)
+
+
+def update_unthrottled(
+    progress_percent: int | None = None,
+    estimated_remaining_seconds: int | None = None,
+    metrics: Mapping[str, float | int | str] | None = None,
+) -> bool:
+    """:func:`update_trainjob_status` sent even within 5 s of the last accepted update (a run's
+    first report with a loss, its last one); the updates after it are throttled from it. Not
+    part of the Kubeflow SDK's API: training code calls :func:`update_trainjob_status`."""
+    return _update(progress_percent, estimated_remaining_seconds, metrics, force=True)
+
+
+def _update(
+    progress_percent: int | None,
+    estimated_remaining_seconds: int | None,
+    metrics: Mapping[str, float | int | str] | None,
+    *,
+    force: bool,
+) -> bool:
     global _last_update
     try:
         url = os.environ.get(ts.ENV_SERVER_URL)
@@ -137,7 +165,7 @@ def update_trainjob_status(
             return False
         with _lock:
             now = time.monotonic()
-            if _last_update and now - _last_update < ts.MIN_UPDATE_INTERVAL_SECONDS:
+            if not force and _last_update and now - _last_update < ts.MIN_UPDATE_INTERVAL_SECONDS:
                 return False
             token = _read_token(os.environ.get(ts.ENV_TOKEN), now)
             if not token:

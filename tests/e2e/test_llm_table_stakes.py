@@ -6,8 +6,9 @@ packed two conversations to a 48-token sequence, assistant-only loss (``train_on
 activation checkpointing, gradient clipping, gradient accumulation, an eval split with eval loss
 every 2 steps, a checkpoint every 2 steps, the merged model beside the adapter. The loss falls
 and the adapter loads with peft and generates. The progress of the run goes to a status server
-on loopback with upstream's env (KUBEFLOW_TRAINER_SERVER_URL/..._TOKEN): transformers' own
-KubeflowCallback posts it, with the tokens/s trainjob adds. Then a second run is killed
+on loopback with upstream's env (KUBEFLOW_TRAINER_SERVER_URL/..._TOKEN): trainjob's reporter
+(trainers/reporting.py, in place of transformers' KubeflowCallback) posts it, with the tokens/s
+trainjob adds, the first loss and the last report never throttled away. Then a second run is killed
 (SIGKILL) after its first checkpoint and started again: it says ``resumed from checkpoint at
 step N``, trains only the steps left, and logs the same losses as the run never stopped (the
 adapter's initial weights, the data order, the optimizer, schedule and RNG all carry over).
@@ -164,6 +165,12 @@ def test_every_key_at_once_reports_progress_and_resumes_after_a_kill(
     assert last["progressPercentage"] == 100 and last["estimatedRemainingSeconds"] == 0
     seen = {m["name"] for p in Status.posts for m in p["trainerStatus"].get("metrics", [])}
     assert {"loss", "learning_rate", "tokens_per_second", "current_step", "total_steps"} <= seen
+    losses = [
+        {m["name"]: m["value"] for m in p["trainerStatus"].get("metrics", [])} for p in Status.posts
+    ]
+    losses = [m for m in losses if "loss" in m]
+    assert len(losses) >= 2 and losses[0]["current_step"] == "1", losses  # within the throttle
+    assert losses[-1]["current_step"] == "8" and "train_loss" in losses[-1], losses
 
     # killed after its first checkpoint, started again: it goes on from there
     again = tmp_path / "again"

@@ -1,7 +1,8 @@
 """transformers' own ``KubeflowCallback`` (transformers >= 4.57) against the local backend's real
 status server: with the env a trainjob trainer pod gets, it verifies TLS with the job's CA, sends
-the job's token and its reports are accepted. (The built-in LLM trainer relies on it; the whole
-training run is in tests/e2e/test_llm_table_stakes.py.)"""
+the job's token and its reports are accepted, as it does in a user's own Trainer. (The built-in
+LLM trainer puts trainjob's reporter in its place, which never throttles away a run's first loss
+or its last report: tests/unit/progress/test_reporting.py, tests/e2e/test_llm_table_stakes.py.)"""
 
 from __future__ import annotations
 

@@ -331,4 +331,10 @@ def _watched(s: JobState) -> tuple[object, ...]:
     if not s.finished:
         now = phases.current((s.trainjob.get("status") or {}).get("conditions"))
         doing = now.type if now else None
-    return (s.phase, s.restarts, doing, report.time if report else None)
+    # a report's time is to the second (metav1.Time): two in one second differ in what they say
+    said = (
+        (report.time, report.progress_percentage, report.estimated_remaining_seconds, report.loss)
+        if report
+        else None
+    )
+    return (s.phase, s.restarts, doing, said)

@@ -64,5 +64,8 @@ def test_watch_reports_a_job_again_on_a_progress_report_or_a_phase_condition() -
     b = _state(status=report("2026-01-01T00:00:05Z", 40))
     assert _watched(a) != _watched(b), "a new report"
     assert _watched(a) == _watched(_state(status=report("2026-01-01T00:00:00Z", 10)))
+    # lastUpdatedTime is to the second: the start report and the first loss share one often
+    same_second = _state(status=report("2026-01-01T00:00:00Z", 1))
+    assert _watched(a) != _watched(same_second), "another report in the same second"
     restarting = {"conditions": [{"type": "Restarting", "status": "True", "reason": "R"}]}
     assert _watched(_state(status=restarting)) != _watched(_state(status={}))

@@ -135,3 +135,32 @@ def test_a_kept_alive_connection_the_server_dropped_is_reopened(server: Server) 
     progress._last_update = 0.0
     assert trainjob.update_trainjob_status(progress_percent=2)
     assert len(server.updates) == 2
+
+
+def test_the_unthrottled_update_is_sent_while_the_public_one_is_throttled(server: Server) -> None:
+    assert trainjob.update_trainjob_status(progress_percent=1)
+    assert trainjob.update_trainjob_status(progress_percent=2) is False  # within 5 s
+    assert progress.update_unthrottled(progress_percent=100, estimated_remaining_seconds=0)
+    assert [u["progressPercentage"] for u in server.updates] == [1, 100]
+    assert server.updates[-1]["estimatedRemainingSeconds"] == 0
+    # it counts for the throttle: the public helper is throttled from it, as upstream's is
+    assert trainjob.update_trainjob_status(progress_percent=3) is False
+    progress._last_update -= ts.MIN_UPDATE_INTERVAL_SECONDS
+    assert trainjob.update_trainjob_status(progress_percent=4)
+    assert [u["progressPercentage"] for u in server.updates] == [1, 100, 4]
+
+
+def test_the_unthrottled_update_keeps_the_helpers_other_rules(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert progress.update_unthrottled(progress_percent=150, metrics={"loss": 0.25})
+    [got] = server.updates
+    assert got["progressPercentage"] == 100 and got["metrics"] == [
+        {"name": "loss", "value": "0.25"}
+    ]
+    monkeypatch.setenv(ts.ENV_TOKEN, "/nonexistent/token")
+    progress._reset()
+    assert progress.update_unthrottled(progress_percent=5) is False  # never raises
+    monkeypatch.delenv(ts.ENV_SERVER_URL)
+    assert progress.update_unthrottled(progress_percent=5) is False  # outside a TrainJob
+    assert len(server.updates) == 1

@@ -12,9 +12,9 @@ What this module adds: TRL's per-step entropy and token-accuracy metrics are off
 all-gathers and a fused head per micro-batch, 10-20% of a CPU step), as are Trainer's
 weight-decay exemptions (torchtune decays every parameter); a log line per step in the format
 the trainer always printed (``Epoch 1/3 step 2/4 loss 2.3456 lr 0.0003``) with the rate that
-step used; tokens/s and the step, total and epoch in the logged metrics, which transformers' own ``KubeflowCallback``
-(registered by transformers whenever ``KUBEFLOW_TRAINER_SERVER_URL`` is set) reports with
-progress and ETA through upstream's TrainJob status endpoint (KEP-2779); a checkpoint after each
+step used; tokens/s and the step, total and epoch in the logged metrics, which
+:mod:`trainjob.trainers.reporting` (in place of transformers' own ``KubeflowCallback``) reports
+with progress and ETA through upstream's TrainJob status endpoint (KEP-2779); a checkpoint after each
 epoch but the last and every ``save_every_n_steps``, each marked complete only once every rank
 has written it (:mod:`.checkpoint`), and torchtune's per-epoch model folders. Called by
 :mod:`.train`.
@@ -335,9 +335,8 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
                 logs["padded_tokens_per_second"] = round(float(counts[1]) / seconds, 1)
                 self.run.tokens = [0.0, 0.0]
                 self.run.last_log = now
-                # KubeflowCallback posts the step only from on_step_end, at most every 5 s: a
-                # run shorter than that would end with no step in its status; its final post
-                # carries the logged metrics, so they hold the position too
+                # the position in the logged metrics too, for whatever reads the logs (the
+                # progress reports set it themselves: trainers/reporting.py)
                 logs["current_step"] = self.state.global_step
                 logs["total_steps"] = self.state.max_steps
                 if self.state.epoch is not None:
@@ -353,7 +352,7 @@ def make_callback(run: Run) -> Any:
 
     class Progress(TrainerCallback):
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            # progress and ETA (transformers' KubeflowCallback) over the steps that will run
+            # progress and ETA (trainers/reporting.py) over the steps that will run
             if run.total_steps:
                 state.max_steps = run.total_steps
 

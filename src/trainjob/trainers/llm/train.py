@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainjob.trainers import gloo_exit
+from trainjob.trainers import gloo_exit, reporting
 from trainjob.trainers.llm import argv as argv_mod
 from trainjob.trainers.llm import checkpoint, data, engine, model
 from trainjob.trainers.llm import config as config_mod
@@ -160,6 +160,7 @@ def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtyp
     trainer.run = run
     trainer.remove_callback(transformers.PrinterCallback)  # the step lines say it
     trainer.add_callback(engine.make_callback(run))
+    reporting.install(trainer)  # progress (KEP-2779): the first loss and the last report sent
     log(f"lr schedule: {schedule_line.format(total=cfg.epochs * per_epoch)}", rank)
     net = trainer.model
     trainable = [p for p in net.parameters() if p.requires_grad]

@@ -8,7 +8,7 @@ parsed by TRL's own parsers (the dataclasses of ``trl.scripts.sft``/``dpo``/``gr
 flag, ``--config`` YAML and default is TRL's) and launched by torchrun from ``PET_*``, as the
 ``tune run`` front end is; each rank trains with TRL's SFTTrainer, DPOTrainer or GRPOTrainer under the same
 engine (:mod:`..engine`): step lines, tokens/s, checkpoints marked complete and resumed
-automatically, progress through transformers' KubeflowCallback.
+automatically, progress through :mod:`trainjob.trainers.reporting` (upstream's protocol).
 
 Modules: :mod:`.methods` (the methods and parsing), :mod:`.launch` (checks, torchrun or
 in-process), :mod:`.train` (what one rank runs), :mod:`.data` (the dataset, offline),

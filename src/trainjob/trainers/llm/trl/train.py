@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainjob.trainers import gloo_exit
+from trainjob.trainers import gloo_exit, reporting
 from trainjob.trainers.llm import checkpoint, engine
 from trainjob.trainers.llm.errors import TrainerError
 from trainjob.trainers.llm.trl import data, methods, rewards
@@ -149,6 +149,7 @@ def train(p: methods.Parsed) -> None:
     trainer.run = run
     trainer.remove_callback(transformers.PrinterCallback)
     trainer.add_callback(engine.make_callback(run))
+    reporting.install(trainer)  # progress (KEP-2779): the first loss and the last report sent
     net = trainer.model
     total = sum(x.numel() for x in net.parameters())
     trainable = sum(x.numel() for x in net.parameters() if x.requires_grad)
