@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.cluster import kit
+from tests.cluster.test_cli_sdk import cli
 from tests.e2e.dashboard_browser import (
     assert_not_blank,
     phases_on,
@@ -109,6 +110,19 @@ def test_the_pages_on_the_whole_cluster(
             lambda: row.locator("[data-phase='Complete']").count() == 1,
             30,
         )
+        # the last report outlives Complete: the controller's status writes (a merge patch of
+        # its conditions and times) leave the status endpoint's trainerStatus as it is; the
+        # page and get jobs -o wide show it
+        got = kube.get(r.TRAINJOBS, "web", ns)["status"]["trainerStatus"]
+        assert got["progressPercentage"] == 50 and got["metrics"] == status["metrics"], got
+        assert row.locator("td.loss").text_content() == "0.5"
+        assert row.locator(".bar .pct").text_content() == "50%"
+        wide = cli(cluster, ns, "get", "jobs", "web", "-o", "wide")
+        assert wide.returncode == 0, wide.stderr
+        [header, line] = wide.stdout.strip().splitlines()
+        cells = dict(zip(header.split(), line.split(), strict=True))
+        assert cells["STATUS"] == "Complete" and cells["PROGRESS"] == "50%", wide.stdout
+        assert cells["LOSS"] == "0.5" and cells["ETA"] == "<none>", wide.stdout
         assert_not_blank(browser, screenshot(page, "job-cluster-full.png"))
         assert_not_blank(browser, screenshot(jobs, "jobs-cluster-full.png"))
         assert len(jobs_nav) == 1 and len(nav) == 1, (jobs_nav, nav)  # all in place

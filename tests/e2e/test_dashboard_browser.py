@@ -236,11 +236,12 @@ def test_llm_fine_tune_in_the_dashboard(
 ) -> None:
     """The issue's demo: a 2-node LoRA fine-tune (trainjob's ``trl sft --use_peft`` on the
     ``trl-distributed`` runtime, its initializers fetching a tiny Llama and a chat dataset made
-    here, gloo across the 2 nodes, progress through transformers' Kubeflow callback) watched in
-    the browser: it appears with 2 nodes and turns Running without a reload, its loss curve grows
-    while it trains and ends with as many points as it reported, its log streams to the saved
+    here, gloo across the 2 nodes, progress through trainjob's reporter, trainers/reporting.py)
+    watched in the browser: it appears with 2 nodes and turns Running without a reload, its loss
+    curve grows while it trains and ends with as many points as it reported, the Jobs page shows
+    the last report (100 %, the final loss) once it is Complete, its log streams to the saved
     adapter. Kept small: 120 steps of a 2-layer model (~20 s), long enough for several reports
-    (the callback sends at most one each 5 s). (examples/llm-lora.yaml's torchtune runtime keeps
+    (one each 5 s, and the first loss and the last report whatever the throttle says). (examples/llm-lora.yaml's torchtune runtime keeps
     upstream's rule that refuses LoRA over several nodes: docs/fine-tuning.md.)"""
     pytest.importorskip("peft")
     pytest.importorskip("trl")
@@ -328,6 +329,15 @@ def test_llm_fine_tune_in_the_dashboard(
     assert "trl sft: 2 process(es)" in (log.text_content() or "")  # both nodes train as one
     assert phases_on(page)[-2:] == ["Running", "Complete"], phases_on(page)
     until("Complete on the Jobs page", lambda: phase_of(jobs, key) == "Complete", 30)
+    final = with_loss[-1]
+    assert final.progress_percentage == 100 and final.estimated_remaining_seconds == 0, final
+    row = jobs.locator(f"tr[data-key='{key}']")
+    until(
+        "the final loss on the Jobs page",
+        lambda: row.locator("td.loss").get_attribute("title") == final.metrics["loss"],
+        30,
+    )
+    assert row.locator(".bar .pct").text_content() == "100%"
     assert "Output" in (page.locator("#summary").text_content() or "")
     assert_not_blank(browser, screenshot(page, "job-llm-lora.png"))
     # The top of the page (summary, progress, the first curves), for README's picture (TRAINJOB_UPDATE_DOCS_SCREENSHOT=1 writes it).
