@@ -122,6 +122,20 @@ def start_testenv() -> tuple[Path, Path]:
     return state, kc
 
 
+CONTROL_PLANE: list[int] = []
+"""The private control plane's etcd and kube-apiserver pids (their CPU is each burst's cost to
+the apiserver: writes a controller saves show here)."""
+
+
+def control_plane_pids(state: Path) -> list[int]:
+    env = json.loads((state / "cp" / "env.json").read_text())
+    return [int(env["pids"][name]) for name in ("etcd", "kube-apiserver") if name in env["pids"]]
+
+
+def control_plane_cpu() -> float:
+    return sum(proc_stats(pid)["cpu"] for pid in CONTROL_PLANE)
+
+
 def stop_testenv(state: Path) -> None:
     env = {**os.environ, "TRAINJOB_TESTENV_DIR": str(state / "cp")}
     subprocess.run([str(REPO / "hack" / "testenv"), "down"], env=env, stdout=subprocess.DEVNULL)
@@ -162,6 +176,42 @@ def apiserver_writes(kube: Client) -> dict[str, int]:
         )
         key = f"{labels['verb']} {what}"
         out[key] = out.get(key, 0) + int(float(value))
+    return out
+
+
+WEBHOOK_METRIC = "apiserver_admission_webhook_admission_duration_seconds"
+
+
+def webhook_seconds(kube: Client) -> dict[str, tuple[float, int]]:
+    """The apiserver's own clock of each admission webhook it called (by webhook name: seconds
+    in all, calls) so far: the webhook's round trip as the apiserver waits for it."""
+    text = str(kube.request("GET", "/metrics", accept="text/plain"))
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        for suffix, into in (("_sum{", sums), ("_count{", counts)):
+            if not line.startswith(WEBHOOK_METRIC + suffix):
+                continue
+            labels_text, _, value = line[len(WEBHOOK_METRIC + suffix) :].rpartition("} ")
+            labels = dict(
+                part.split("=", 1)
+                for part in labels_text.replace('"', "").split(",")
+                if "=" in part
+            )
+            name = labels.get("name", "")
+            into[name] = into.get(name, 0) + float(value)  # type: ignore[assignment]
+    return {name: (sums[name], int(counts.get(name, 0))) for name in sums}
+
+
+def webhook_means(
+    before: dict[str, tuple[float, int]], after: dict[str, tuple[float, int]]
+) -> dict[str, float]:
+    """Mean milliseconds a call of each webhook called in between."""
+    out: dict[str, float] = {}
+    for name, (total, count) in after.items():
+        t0, c0 = before.get(name, (0.0, 0))
+        if count > c0:
+            out[name] = (total - t0) / (count - c0) * 1000
     return out
 
 
@@ -274,8 +324,15 @@ class Run:
     rss_after: float = 0.0
     rss_peak: float = 0.0
     cpu: float = 0.0
+    apiserver_cpu: float = 0.0
+    """etcd's and kube-apiserver's CPU seconds for the burst (0 without a private control plane)."""
     writes: dict[str, int] = field(default_factory=dict)
     """The apiserver's write requests during the burst (but the TrainJob creates)."""
+    webhook_ms: dict[str, float] = field(default_factory=dict)
+    """The apiserver's mean wait for each admission webhook during the burst."""
+    settled_writes: dict[str, int] = field(default_factory=dict)
+    """The same, ``--settle`` seconds after the last JobSet (what a TrainJob costs in all
+    when no JobSet controller reports: trainjob's lone ``startTime`` writes come then)."""
 
     def summary(self) -> Obj:
         return {
@@ -290,7 +347,10 @@ class Run:
             "rss_peak_mib": round(self.rss_peak, 1),
             "rss_after_mib": round(self.rss_after, 1),
             "cpu_s": round(self.cpu, 2),
+            "apiserver_cpu_s": round(self.apiserver_cpu, 2),
             "apiserver_writes": self.writes,
+            "apiserver_writes_settled": self.settled_writes,
+            "webhook_mean_ms": {k: round(v, 2) for k, v in self.webhook_ms.items()},
         }
 
 
@@ -316,20 +376,26 @@ def measure(
     run.rss_idle = idle["VmRSS"]
     watcher = JobSetWatcher(kube, ns)
     writes_before = apiserver_writes(kube)
+    cp_before = control_plane_cpu()
+    hooks_before = webhook_seconds(kube)
     t0 = time.monotonic()
     created, run.create_latencies = burst(
         kube, [trainjob(f"job-{i:04d}", ns) for i in range(args.jobs)], r.TRAINJOBS, args.threads
     )
     run.create_total = max(created.values()) - t0
+    run.webhook_ms = webhook_means(hooks_before, webhook_seconds(kube))
     watcher.wait_all(args.jobs, args.timeout)
     run.total = max(watcher.seen.values()) - t0
     watcher.stop()
     time.sleep(1)
     run.writes = writes_between(writes_before, apiserver_writes(kube))
+    run.apiserver_cpu = control_plane_cpu() - cp_before
     stats = proc_stats(pid)
     run.latencies = [watcher.seen[n] - created[n] for n in created]
     run.rss_after, run.rss_peak = stats["VmRSS"], stats["VmHWM"]
     run.cpu = stats["cpu"] - idle["cpu"]
+    time.sleep(max(0.0, t0 + run.total + args.settle - time.monotonic()))
+    run.settled_writes = writes_between(writes_before, apiserver_writes(kube))
     return run
 
 
@@ -444,11 +510,14 @@ def floor(kube: Client, runtime_doc: Obj, ns: str, args: argparse.Namespace) -> 
         js["metadata"].pop("ownerReferences", None)
         jobsets.append(js)
     watcher = JobSetWatcher(kube, ns)
+    cp_before = control_plane_cpu()
     t0 = time.monotonic()
     burst(kube, jobsets, r.JOBSETS, args.threads)
     watcher.wait_all(args.jobs, args.timeout)
     total = max(watcher.seen.values()) - t0
     watcher.stop()
+    if CONTROL_PLANE:
+        print(f"  floor: etcd + kube-apiserver CPU {control_plane_cpu() - cp_before:.1f} s")
     return total
 
 
@@ -486,6 +555,13 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
         "admission: create call mean",
         lambda x: f"{statistics.fmean(x.create_latencies) * 1000:.1f} ms",
     )
+    row(
+        "webhook round trip, the apiserver's mean",
+        lambda x: (
+            " + ".join(f"{v:.1f}" for k, v in sorted(x.webhook_ms.items(), key=lambda kv: kv[0]))
+            + " ms"
+        ),
+    )
     row("every JobSet exists", lambda x: f"{x.total:.2f} s ({x.jobs / x.total:.0f}/s)")
     row("per job, create -> JobSet p50 / p99", lambda x: (
         f"{statistics.median(x.latencies) * 1000:.0f} / {percentile(x.latencies, 99) * 1000:.0f} ms"))  # fmt: skip
@@ -494,9 +570,18 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
         lambda x: f"{x.rss_idle:.0f} / {x.rss_after:.0f} / {x.rss_peak:.0f} MiB",
     )
     row("CPU for the burst", lambda x: f"{x.cpu:.1f} s")
+    if CONTROL_PLANE:
+        row("etcd + kube-apiserver CPU for the burst", lambda x: f"{x.apiserver_cpu:.1f} s")
     row(
         "apiserver writes for the burst",
         lambda x: f"{sum(x.writes.values())} ({sum(x.writes.values()) / x.jobs:.1f} a job)",
+    )
+    row(
+        f"... and {args.settle:.0f} s after the last JobSet",
+        lambda x: (
+            f"{sum(x.settled_writes.values())} "
+            f"({sum(x.settled_writes.values()) / x.jobs:.1f} a job)"
+        ),
     )
     row("every JobSet exists / floor", lambda x: f"{x.total / ref:.2f}x")
     widths = [max(len(rw[i]) for rw in rows) for i in range(len(rows[0]))]
@@ -505,6 +590,10 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
     print(f"  floor: the same JobSets created directly: {ref:.2f} s")
     for run in runs:
         print(f"  {run.name}'s writes: " + ", ".join(f"{k} {v}" for k, v in run.writes.items()))
+        print(
+            f"  {run.name}'s writes, settled: "
+            + ", ".join(f"{k} {v}" for k, v in run.settled_writes.items())
+        )
     result: Obj = {"jobs": args.jobs, "floor_s": round(ref, 3)}
     for run in runs:
         result[run.name] = run.summary()
@@ -523,6 +612,8 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
             / percentile(up.create_latencies, 99),
             "all_jobsets": tj.total / up.total,
         }
+        if tj.webhook_ms and up.webhook_ms:
+            ratios["webhook_round_trip"] = sum(tj.webhook_ms.values()) / sum(up.webhook_ms.values())
         result["trainjob_over_upstream"] = {k: round(v, 3) for k, v in ratios.items()}
         targets += [
             ("peak RSS, trainjob / upstream (target <= 1)", ratios["rss_peak"], 1.0),
@@ -531,6 +622,14 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
             ("admission p99, trainjob / upstream (target <= 1)", ratios["admission_p99"], 1.0),
             ("time to all JobSets, trainjob / upstream", ratios["all_jobsets"], float("inf")),
         ]
+        if "webhook_round_trip" in ratios:
+            targets.append(
+                (
+                    "webhook round trips, trainjob / upstream",
+                    ratios["webhook_round_trip"],
+                    float("inf"),
+                )
+            )
     print()
     for label, value, target in targets:
         mark = "" if target == float("inf") else ("  ok" if value <= target else "  MISSED")
@@ -553,6 +652,12 @@ def main() -> None:
         "gate off, its default, either way)",
     )
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=20.0,
+        help="count the writes again this many seconds after the last JobSet",
+    )
     ap.add_argument("--profile", help="write py-spy samples of trainjob's controller here")
     args = ap.parse_args()
     if args.upstream and args.kubeconfig:
@@ -564,6 +669,7 @@ def main() -> None:
         print("starting a private control plane (hack/testenv) ...", flush=True)
         state, kc = start_testenv()
         kubeconfig = str(kc)
+        CONTROL_PLANE.extend(control_plane_pids(state))
     kube = Client.from_config(kubeconfig, max_connections=args.threads + 8)
     tag = uuid.uuid4().hex[:6]
     names = {

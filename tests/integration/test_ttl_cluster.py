@@ -1,7 +1,11 @@
 """KEP-2899 on the real apiserver: ``status.startTime``/``completionTime``, and a finished
 TrainJob deleted after its ``ttlSecondsAfterFinished``, counted from its Complete condition (the
 status's time, so a restarted controller counts the same), while one with a longer TTL stays. No
-JobSet controller runs: the test plays it by writing the JobSet's status."""
+JobSet controller runs: the test plays it by writing the JobSet's status.
+
+``startTime`` is the JobSet's creation (it ran unsuspended from the start) and costs no status
+write of its own: it comes with the JobSet's first report of its Jobs (``jobsStatus``), or alone
+after ``reconcile.START_TIME_WAIT`` when no report comes."""
 
 from __future__ import annotations
 
@@ -33,12 +37,30 @@ def test_times_and_the_ttl_delete_a_finished_trainjob(
 ) -> None:
     kube.create(r.TRAINJOBS, trainjob("ttl", namespace, ttlSecondsAfterFinished=3))
     kube.create(r.TRAINJOBS, trainjob("stays", namespace, ttlSecondsAfterFinished=3600))
-    for name in ("ttl", "stays"):
-        jobset_of(kube, name, namespace)
-    started = wait_for(
-        lambda: (kube.get(r.TRAINJOBS, "ttl", namespace).get("status") or {}).get("startTime"),
+    created = {
+        name: jobset_of(kube, name, namespace)["metadata"]["creationTimestamp"]
+        for name in ("ttl", "stays")
+    }
+    # the JobSet controller's first report: the Jobs it made, none running yet
+    jobs = [{"name": "node", "ready": 0, "succeeded": 0, "failed": 0, "active": 1, "suspended": 0}]
+    set_jobset_status(kube, "ttl", namespace, {"replicatedJobsStatus": jobs})
+    first = wait_for(
+        lambda: (
+            (s := kube.get(r.TRAINJOBS, "ttl", namespace).get("status") or {}).get("startTime")
+            and s
+        ),
         what="startTime",
     )
+    started = first["startTime"]
+    assert started == created["ttl"]
+    assert first["jobsStatus"][0]["active"] == 1, "one status write carried both"
+    # no report from the JobSet controller: startTime comes alone, a little later
+    alone = wait_for(
+        lambda: (kube.get(r.TRAINJOBS, "stays", namespace).get("status") or {}).get("startTime"),
+        timeout=90,
+        what="startTime without a JobSet report",
+    )
+    assert alone == created["stays"]
     done = _complete(kube, "ttl", namespace)
     _complete(kube, "stays", namespace)
     status = wait_for(

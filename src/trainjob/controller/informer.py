@@ -33,6 +33,7 @@ Handler = Callable[[str, Obj, Obj | None], None]
 Transform = Callable[[Obj], Obj | None]
 """What the cache keeps of an object (client-go's ``SetTransform``); None keeps nothing of it."""
 
+METADATA_KIND = "PartialObjectMetadata"
 MISSING_RETRY_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 30.0
 
@@ -99,12 +100,19 @@ class Informer:
     def update_if_newer(self, obj: Obj) -> None:
         """Write through an object our own write returned, unless the cache holds a newer one.
 
-        The watch delivers the same object moments later; until then reconciles see our write.
-        An object the cache lacks is only added when the watch has not got that far yet (else it
-        may have been deleted since, and the cache would keep a ghost).
+        The watch delivers the same object moments later; until then reconciles see our write,
+        and that event calls no handler (its writer already acted on it: a TrainJob's own
+        status write, the JobSet and ConfigMaps it just made, bring it back to the queue no
+        more). An object the cache lacks is only added when the watch has not got that far yet
+        (else it may have been deleted since, and the cache would keep a ghost). A metadata-only
+        informer keeps the object's metadata, as its watch would.
         """
         key = self.resource.key(obj)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if self.metadata_only and obj.get("kind") != METADATA_KIND:
+            # what the metadata watch will deliver of it (a Secret's data never kept)
+            obj = {"apiVersion": "meta.k8s.io/v1", "kind": METADATA_KIND,
+                   "metadata": dict(obj.get("metadata") or {})}  # fmt: skip
         if self.transform is not None:
             kept = self.transform(obj)
             if kept is None:
@@ -225,7 +233,12 @@ class Informer:
                 if rv:
                     self.resource_version = rv
             if kept is not None:
-                if event.type in (ADDED, MODIFIED):
+                # The version the cache holds already came from our own write
+                # (update_if_newer): the reconcile that wrote it knew it, so no handler runs
+                # again for it (the listing does the same for an unchanged resourceVersion).
+                if event.type in (ADDED, MODIFIED) and not (
+                    prev is not None and rv and _rv(prev) == rv
+                ):
                     self._dispatch(event.type, kept, prev)
             elif event.type == DELETED:
                 self._dispatch(DELETED, prev or event.object, prev)

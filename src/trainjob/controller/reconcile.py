@@ -21,7 +21,11 @@ upstream's order (``pkg/controller/trainjob_controller.go``):
    otherwise a requeue when it runs out;
    then trainjob's phase condition (Queued, Initializing, Running, Restarting) from the JobSet's
    status (:mod:`trainjob.api.phases`; added, upstream's conditions unchanged);
-7. one merge patch of ``status`` when it changed; then the events.
+7. one merge patch of ``status`` when it changed; then the events. ``status.startTime`` alone
+   waits for the next change (the JobSet controller's first report of its Jobs, moments later
+   in a cluster) or :data:`START_TIME_WAIT` seconds, whichever comes first, so it costs a
+   TrainJob no status write of its own (upstream v2.3, which has no startTime, writes none
+   until the JobSet reports); its value is when the JobSet ran unsuspended, not when written.
 
 A finished TrainJob never applies anything again, so a JobSet deleted after it finished (JobSet
 TTL, a user) is not recreated (fixing upstream issues #3737/#3779).
@@ -61,6 +65,8 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 MAX_EVENT_ERROR = 950
+START_TIME_WAIT = 15.0
+"""Seconds a ``status.startTime`` with nothing else to write waits for a change to ride with."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +169,7 @@ class Reconciler:
         requeue_after = self.check_deadline(key, tj, conditions, runtime)
         self.phase_condition(key, tj, conditions, jobs)
         run_times = self.run_times(key, tj, conditions)
-        self.write_status(
+        start_left = self.write_status(
             key, tj, before, conditions, old_status.get("jobsStatus"), jobs, run_times
         )
         for ev in pending:
@@ -171,8 +177,9 @@ class Reconciler:
         if failure:
             return Result(retry=True, error=failure)
         ttl_left = self.check_ttl(key, tj, conditions, runtime)
-        if ttl_left is not None:
-            requeue_after = ttl_left if requeue_after is None else min(requeue_after, ttl_left)
+        for left in (ttl_left, start_left):
+            if left is not None:
+                requeue_after = left if requeue_after is None else min(requeue_after, left)
         return Result(requeue_after=requeue_after)
 
     def _runtime_defaults(self, tj: Obj, gk: object) -> Obj | None:
@@ -187,13 +194,15 @@ class Reconciler:
 
     # -- KEP-2899 times and TTL ---------------------------------------------------------------------
     def run_times(self, key: str, tj: Obj, conditions: list[Obj]) -> Obj:
-        """``startTime`` (when the JobSet first ran unsuspended) and ``completionTime`` (the
-        Complete condition's time, as a Job's) to add to the status; {} when nothing changes."""
+        """``startTime`` (when the JobSet first ran unsuspended: its creation, or the resume
+        that came after it) and ``completionTime`` (the Complete condition's time, as a Job's)
+        to add to the status; {} when nothing changes."""
         status = tj.get("status") or {}
         out: Obj = {}
-        running = self.caches.jobsets.get(key) is not None or tc.is_finished(conditions)
+        jobset = self.caches.jobsets.get(key)
+        running = jobset is not None or tc.is_finished(conditions)
         if not status.get("startTime") and not (tj.get("spec") or {}).get("suspend") and running:
-            out["startTime"] = times.now()
+            out["startTime"] = _started_at(jobset, conditions) or times.now()
         complete = cond.find(conditions, c.CONDITION_COMPLETE)
         if (
             not status.get("completionTime")
@@ -284,7 +293,8 @@ class Reconciler:
                 return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm))
         runtime = self.cached_runtime(tj) or runtimes.fetch_runtime(self.client, tj)
         try:
-            self.client.create(r.CONFIGMAPS, runtimes.snapshot_configmap(tj, runtime), ns)
+            created = self.client.create(r.CONFIGMAPS, runtimes.snapshot_configmap(tj, runtime), ns)
+            self.caches.configmaps.update_if_newer(created)
         except AlreadyExists:
             # Another reconcile (or a cache lagging behind) made it first: that one is the truth.
             cm = self.client.get(r.CONFIGMAPS, name, ns)
@@ -344,7 +354,9 @@ class Reconciler:
                 if current is not None or not obj.get("data"):
                     continue
                 with contextlib.suppress(AlreadyExists):
-                    self.client.create(kind.resource, obj)
+                    created = self.client.create(kind.resource, obj)
+                    if informer is not None:
+                        informer.update_if_newer(created)
                 continue
             # Upstream's JobSet plugin: a running object gets no updates (its inputs are
             # immutable while the TrainJob runs); it is applied again while suspended.
@@ -356,7 +368,7 @@ class Reconciler:
             ):
                 continue
             applied = self.client.apply(obj, resource=kind.resource)
-            if informer is not None and kind.watch is kinds.Watch.FULL:
+            if informer is not None:  # (a metadata informer keeps its metadata)
                 informer.update_if_newer(applied)
         log.debug("%s: applied %d objects", key, len(objects))
 
@@ -426,22 +438,44 @@ class Reconciler:
         jobs_before: list[Obj] | None,
         jobs: list[Obj] | None,
         run_times: Obj | None = None,
-    ) -> None:
+    ) -> float | None:
+        """Write what changed in one merge patch; the seconds until a ``startTime`` held back
+        (the only change: it waits for company, :data:`START_TIME_WAIT`) is due, else None."""
         patch: Obj = dict(run_times or {})
         if conditions != before:
             patch["conditions"] = conditions
         if jobs is not None and (jobs or None) != (jobs_before or None):
             patch["jobsStatus"] = jobs or None
         if not patch:
-            return
+            return None
+        if patch.keys() == {"startTime"}:
+            started = times.parse(patch["startTime"])
+            left = (started or 0.0) + START_TIME_WAIT - self.clock()
+            if started is not None and left > 0:
+                return left
         meta = tj["metadata"]
         try:
             updated = self.client.patch_status(r.TRAINJOBS, meta["name"], meta["namespace"], patch)
         except NotFound:
-            return
+            return None
         self.caches.trainjobs.update_if_newer(updated)
         log.debug("%s: status written (%s)", key, ", ".join(sorted(patch)))
+        return None
 
 
 def _suspended(jobset: Obj) -> bool:
     return bool((jobset.get("spec") or {}).get("suspend"))
+
+
+def _started_at(jobset: Obj | None, conditions: list[Obj]) -> str | None:
+    """When the JobSet began to run unsuspended: its creation, or the TrainJob's last resume
+    (``Suspended=False``) when that came later; None when neither is known."""
+    created = ((jobset or {}).get("metadata") or {}).get("creationTimestamp")
+    suspended = cond.find(conditions, c.CONDITION_SUSPENDED)
+    resumed = (
+        suspended.get("lastTransitionTime")
+        if suspended is not None and suspended.get("status") == cond.FALSE
+        else None
+    )
+    known = [(t, v) for v in (created, resumed) if v and (t := times.parse(v)) is not None]
+    return max(known)[1] if known else None

@@ -190,8 +190,35 @@ def not_found_prefix(resource: r.Resource) -> str:
 
 
 def to_model(runtime: Obj) -> Runtime:
-    """The API model of a runtime dict (InvalidError when the stored object does not parse)."""
+    """The API model of a runtime dict (InvalidError when the stored object does not parse).
+
+    Parsed once per runtime version (uid, resourceVersion and which metadata it carries: the
+    live object and its snapshot parse apart) and shared: parsing is ~1 ms, and the admission
+    webhook and every first reconcile of a TrainJob need it. Nobody edits a model: the compiler
+    copies what it changes (``tests/unit/controller/test_runtime_models.py``)."""
+    meta = runtime.get("metadata") or {}
+    key = (
+        str(runtime.get("kind") or ""),
+        str(meta.get("uid") or ""),
+        str(meta.get("resourceVersion") or ""),
+        tuple(sorted(meta)),
+    )
+    if key[1] and key[2]:
+        with _MODELS_LOCK:
+            cached = _MODELS.get(key)
+            if cached is not None:
+                _MODELS.move_to_end(key)
+                return cached
     model = parse(runtime)
     if model.kind not in (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND):
         raise InvalidError([], f"{model.kind}.{c.GROUP}", "")
+    if key[1] and key[2]:
+        with _MODELS_LOCK:
+            _MODELS[key] = model  # type: ignore[assignment]
+            while len(_MODELS) > _SNAPSHOT_CACHE_SIZE:
+                _MODELS.popitem(last=False)
     return model  # type: ignore[return-value]
+
+
+_MODELS: OrderedDict[tuple[str, str, str, tuple[str, ...]], Runtime] = OrderedDict()
+_MODELS_LOCK = threading.Lock()

@@ -174,3 +174,62 @@ def test_copy_json_is_a_deep_copy() -> None:
     got["a"][0]["b"] = 2
     got["d"]["e"]["f"].append(1)
     assert obj == {"a": [{"b": 1}, "c", None, 2.5, True], "d": {"e": {"f": []}}}
+
+
+def configmap(name: str, rv: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "resourceVersion": rv,
+            "ownerReferences": [{"kind": "TrainJob", "name": "tj", "controller": True}],
+            "managedFields": [{"manager": "trainjob"}],
+        },
+        "data": {"secret-ish": "x" * 50},
+    }
+
+
+def test_an_object_our_own_write_cached_calls_no_handler_when_its_watch_event_comes() -> None:
+    """The reconcile that wrote an object knew it: the watch's copy of that version enqueues
+    nothing (a new TrainJob's own ConfigMaps, JobSet and status write came back to the queue
+    as four no-op reconciles); a later version, and one written by anybody else, do. A
+    metadata-only informer keeps only the metadata of what was written through."""
+    seen: list[tuple[str, str]] = []
+    go = threading.Event()
+    meta = {k: v for k, v in configmap("mine", "11")["metadata"].items() if k != "managedFields"}
+    events = [
+        WatchEvent("ADDED", {"kind": "PartialObjectMetadata", "metadata": meta}),
+        WatchEvent("ADDED", {"metadata": {**meta, "name": "theirs", "resourceVersion": "12"}}),
+        WatchEvent("MODIFIED", {"metadata": {**meta, "resourceVersion": "13"}}),
+    ]
+
+    class Gated(FakeClient):
+        def watch(self, *a: Any, **kw: Any) -> Any:
+            go.wait(5)
+            return super().watch(*a, **kw)
+
+    client = Gated([], events)
+    inf = Informer(
+        client,  # type: ignore[arg-type]
+        r.CONFIGMAPS,
+        metadata_only=True,
+        transform=cache.without_managed_fields,
+    )
+    inf.add_handler(lambda t, obj, _old: seen.append((t, obj["metadata"]["name"])))
+    inf.start()
+    try:
+        assert inf.synced.wait(5)
+        inf.update_if_newer(configmap("mine", "11"))
+        assert inf.get("ns/mine") == {
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "PartialObjectMetadata",
+            "metadata": meta,
+        }
+        go.set()
+        assert client.watched.wait(5)
+        assert seen == [("ADDED", "theirs"), ("MODIFIED", "mine")]
+        assert (inf.get("ns/mine") or {})["metadata"]["resourceVersion"] == "13"
+    finally:
+        inf.stop()
