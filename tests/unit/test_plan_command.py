@@ -155,7 +155,7 @@ def test_plan_help_names_its_options_and_an_example(capsys: pytest.CaptureFixtur
     code, out, err = run(["plan", "--help"], capsys)
     assert (code, err) == (0, "")
     text = " ".join(out.replace("│", " ").split())
-    for part in ("-f, --filename FILE", "-o, --output <yaml|json>", "-n, --namespace NAMESPACE"):
+    for part in ("-f, --filename FILE", "-o, --output yaml|json", "-n, --namespace NAMESPACE"):
         assert part in text
     assert "trainjob plan -f job.yaml -f runtime.yaml -o json" in text
 
