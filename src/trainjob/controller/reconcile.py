@@ -11,7 +11,9 @@ upstream's order (``pkg/controller/trainjob_controller.go``):
    unsuspended JobSet is left alone; the MPI Secret is only created, when the metadata-only Secret
    informer does not hold it (``AlreadyExists`` keeps the first key: the controller never reads a
    Secret's data); a PodGroup is not re-applied once it exists unless the TrainJob is suspended
-   (each kind's rule is its plugin's: :mod:`trainjob.runtime.kinds`). A missing runtime sets
+   (each kind's rule is its plugin's: :mod:`trainjob.runtime.kinds`). The runtime snapshot and
+   the JobSet's siblings are written at once, the JobSet after them (a running JobSet's siblings
+   are not looked at again, and its pods need them). A missing runtime sets
    ``RuntimeNotFound=True`` and is retried with backoff; any failure becomes the Warning event
    ``TrainJobResourcesCreationFailed`` (upstream's message) and a retry with backoff;
 4. ``Suspended`` condition from ``spec.suspend``;
@@ -35,8 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +69,8 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 MAX_EVENT_ERROR = 950
+WRITE_THREADS = 8
+"""Threads shared by the reconciles for the writes of a Plan that go at once."""
 START_TIME_WAIT = 15.0
 """Seconds a ``status.startTime`` with nothing else to write waits for a change to ride with."""
 
@@ -130,6 +136,8 @@ class Reconciler:
         self.clock = clock
         # where the TrainJob status endpoint is served (the manager sets it; None: off)
         self.status_server: Callable[[], StatusServer | None] = lambda: None
+        self._writers: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def reconcile(self, key: str) -> Result:
         cached = self.caches.trainjobs.get(key)
@@ -251,11 +259,16 @@ class Reconciler:
             cond.remove(conditions, tc.CONDITION_RUNTIME_NOT_FOUND)
             return ""
         try:
-            runtime = self.resolve_runtime(tj)
-            model = parse({k: tj[k] for k in ("apiVersion", "kind", "metadata", "spec")})
-            assert isinstance(model, TrainJob)
-            plan = compile(model, runtime, self.compile_options(tj, runtime))
-            self.apply_plan(key, plan.objects, suspend, jobset)
+            runtime, snapshot = self.resolve_runtime(tj)
+            try:
+                model = parse({k: tj[k] for k in ("apiVersion", "kind", "metadata", "spec")})
+                assert isinstance(model, TrainJob)
+                plan = compile(model, runtime, self.compile_options(tj, runtime))
+            except TrainJobError:
+                if snapshot is not None:  # made before the build, as upstream's
+                    self._create_snapshot(snapshot)
+                raise
+            self.apply_plan(key, plan.objects, suspend, jobset, snapshot)
         except runtimes.RuntimeNotFoundError as e:
             cond.set_condition(
                 conditions,
@@ -283,23 +296,24 @@ class Reconciler:
         )
         return msg
 
-    def resolve_runtime(self, tj: Obj) -> Runtime:
-        """The runtime from the snapshot; on first use, from the cluster (then snapshotted)."""
+    def resolve_runtime(self, tj: Obj) -> tuple[Runtime, Obj | None]:
+        """The runtime from the snapshot; on first use, from the cluster, with the snapshot
+        ConfigMap to create (:meth:`apply_plan` creates it beside the JobSet's siblings)."""
         ns = tj["metadata"]["namespace"]
         name = runtimes.snapshot_name(tj)
         if self.caches.configmaps.get(f"{ns}/{name}") is not None:
             cm = self.client.get_or_none(r.CONFIGMAPS, name, ns)
             if cm is not None:
-                return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm))
+                return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm)), None
         runtime = self.cached_runtime(tj) or runtimes.fetch_runtime(self.client, tj)
-        try:
-            created = self.client.create(r.CONFIGMAPS, runtimes.snapshot_configmap(tj, runtime), ns)
-            self.caches.configmaps.update_if_newer(created)
-        except AlreadyExists:
-            # Another reconcile (or a cache lagging behind) made it first: that one is the truth.
-            cm = self.client.get(r.CONFIGMAPS, name, ns)
-            return runtimes.to_model(runtimes.runtime_from_snapshot(tj, cm))
-        return runtimes.to_model(runtime)
+        return runtimes.to_model(runtime), runtimes.snapshot_configmap(tj, runtime)
+
+    def _create_snapshot(self, snapshot: Obj) -> None:
+        # AlreadyExists (another reconcile, or a cache lagging behind, made it first: that one
+        # is the truth, and this Plan was built without it) is an ApiError: the TrainJob is
+        # retried, before its JobSet is applied, and the next build reads the snapshot.
+        created = self.client.create(r.CONFIGMAPS, snapshot)
+        self.caches.configmaps.update_if_newer(created)
 
     def cached_runtime(self, tj: Obj) -> Obj | None:
         """The runtime from the informer cache (None on a miss: the caller asks the apiserver)."""
@@ -335,9 +349,22 @@ class Reconciler:
         return secret is not None and owned_by(secret, tj)
 
     def apply_plan(
-        self, key: str, objects: tuple[Obj, ...], suspend: bool, jobset: Obj | None
+        self,
+        key: str,
+        objects: tuple[Obj, ...],
+        suspend: bool,
+        jobset: Obj | None,
+        snapshot: Obj | None = None,
     ) -> None:
-        """Apply each object as its kind says (:class:`trainjob.runtime.kinds.Apply`)."""
+        """Apply each object as its kind says (:class:`trainjob.runtime.kinds.Apply`).
+
+        The JobSet goes last, once every other object (and the runtime ``snapshot`` to create)
+        is written: a running JobSet's siblings are never looked at again, and its pods need
+        them. Those others are written at the same time, one round trip in all."""
+        writes: list[Callable[[], None]] = (
+            [] if snapshot is None else [lambda: self._create_snapshot(snapshot)]
+        )
+        last: list[Callable[[], None]] = []
         for obj in objects:
             try:
                 kind = kinds.of(obj)
@@ -345,32 +372,60 @@ class Reconciler:
                 raise TrainJobError(
                     f"no runtime plugin declares {obj.get('apiVersion')}, Kind={obj.get('kind')}"
                 ) from None
-            informer = self.caches.owned.get(kind.key)
-            current = informer.get(kind.resource.key(obj)) if informer is not None else None
-            if kind.apply is kinds.Apply.CREATE_ONCE:
-                # Created when absent (also again after a delete: the watch brings the TrainJob
-                # back); an existing one is kept. Compiled without generated data (the cache
-                # holds the object), it is not sent.
-                if current is not None or not obj.get("data"):
-                    continue
+            write = self._write(kind, obj, suspend)
+            if write is not None:
+                (last if kind is kinds.JOBSET else writes).append(write)
+        if len(writes) > 1:
+            for future in [self._pool().submit(w) for w in writes]:
+                future.result()  # each one done; the first failure raised
+        else:
+            for w in writes:
+                w()
+        for w in last:
+            w()
+        log.debug("%s: applied %d objects", key, len(objects))
+
+    def _write(self, kind: kinds.Kind, obj: Obj, suspend: bool) -> Callable[[], None] | None:
+        """What writing ``obj`` takes (None: nothing to write now)."""
+        informer = self.caches.owned.get(kind.key)
+        current = informer.get(kind.resource.key(obj)) if informer is not None else None
+        if kind.apply is kinds.Apply.CREATE_ONCE:
+            # Created when absent (also again after a delete: the watch brings the TrainJob
+            # back); an existing one is kept. Compiled without generated data (the cache
+            # holds the object), it is not sent.
+            if current is not None or not obj.get("data"):
+                return None
+
+            def create() -> None:
                 with contextlib.suppress(AlreadyExists):
                     created = self.client.create(kind.resource, obj)
                     if informer is not None:
                         informer.update_if_newer(created)
-                continue
-            # Upstream's JobSet plugin: a running object gets no updates (its inputs are
-            # immutable while the TrainJob runs); it is applied again while suspended.
-            if (
-                kind.apply is kinds.Apply.WHILE_SUSPENDED
-                and current is not None
-                and not suspend
-                and not _suspended(current)
-            ):
-                continue
+
+            return create
+        # Upstream's JobSet plugin: a running object gets no updates (its inputs are
+        # immutable while the TrainJob runs); it is applied again while suspended.
+        if (
+            kind.apply is kinds.Apply.WHILE_SUSPENDED
+            and current is not None
+            and not suspend
+            and not _suspended(current)
+        ):
+            return None
+
+        def apply() -> None:
             applied = self.client.apply(obj, resource=kind.resource)
             if informer is not None:  # (a metadata informer keeps its metadata)
                 informer.update_if_newer(applied)
-        log.debug("%s: applied %d objects", key, len(objects))
+
+        return apply
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """Threads for a reconcile's writes that go at once (made on first use)."""
+        with self._pool_lock:
+            if self._writers is None:
+                self._writers = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="write")
+            return self._writers
 
     # -- step 5: status from the JobSet -----------------------------------------------------------
     def jobs_status(self, key: str, tj: Obj, conditions: list[Obj]) -> list[Obj] | None:
