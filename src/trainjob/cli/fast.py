@@ -1,12 +1,15 @@
-"""``trainjob version`` and ``trainjob get jobs`` answered without typer: most of their start-up.
+"""``trainjob version``, ``get jobs`` and ``get runtimes`` answered without typer: most of their
+start-up.
 
 Importing typer (and the click it carries, and the standard modules they pull in) and building
 its command tree costs more CPU than the whole listing of a local home; a user types these two
 commands most, and each time. :func:`run` takes a command line that is plainly one of them, in
 the forms of the typer command (global ``--backend``/``--kubeconfig``/``--context`` before the
 command, ``TRAINJOB_BACKEND``; then ``get jobs|job|trainjob|trainjobs``, names and ``-n``, ``-A``,
-``-o``, ``-l``, ``--sort-by``, ``--no-headers``, ``-w``, each flag spelt as its ``--help`` shows)
-and runs the very code the typer command runs (:func:`trainjob.cli.listing.list_jobs`). Anything
+``-o``, ``-l``, ``--sort-by``, ``--no-headers``, ``-w``, each flag spelt as its ``--help`` shows;
+``get runtimes|runtime|clustertrainingruntimes|trainingruntimes``, names, ``-n``, ``-o``,
+``--no-headers``) and runs the very code the typer command runs
+(:func:`trainjob.cli.listing.list_jobs`, :func:`~trainjob.cli.listing.list_runtimes`). Anything
 else, ``--help``, an unknown flag, a flag without its value, a value that looks like a flag,
 an unknown backend, ``get trainjob/NAME``: None, and typer parses it, with its own errors.
 ``tests/unit/cli/test_fast.py`` runs each form both ways and compares what is printed.
@@ -21,6 +24,8 @@ from trainjob.cli import TARGET, Backend, guarded
 
 JOBS = ("jobs", "job", "trainjob", "trainjobs")
 """``get``'s names for the jobs subcommand (cli/get.py registers the same)."""
+RUNTIMES = ("runtimes", "runtime", "clustertrainingruntimes", "trainingruntimes")
+"""``get``'s names for the runtimes subcommand (cli/get.py registers the same)."""
 
 _GLOBAL = {"--backend": "backend", "--kubeconfig": "kubeconfig", "--context": "context"}
 _VALUED = {
@@ -34,6 +39,9 @@ _FLAGS = {
     "--no-headers": "no_headers",
     "-w": "watch_", "--watch": "watch_",
 }  # fmt: skip
+_RUNTIME_VALUED = {k: v for k, v in _VALUED.items() if v in ("namespace", "output")}
+_RUNTIME_FLAGS = {"--no-headers": "no_headers"}
+"""``get runtimes``' options: no ``-A``, ``-l``, ``--sort-by`` or ``-w`` (typer refuses them)."""
 
 
 def _backend(value: str) -> Backend | None:
@@ -81,18 +89,21 @@ def run(argv: list[str]) -> int | None:
 
         sys.stdout.write(f"trainjob {__version__} ({c.API_VERSION})\n")
         return 0
-    if len(rest) < 2 or rest[0] != "get" or rest[1] not in JOBS:
+    if len(rest) < 2 or rest[0] != "get" or rest[1] not in (*JOBS, *RUNTIMES):
         return None
+    jobs = rest[1] in JOBS
+    valued = _VALUED if jobs else _RUNTIME_VALUED
+    flags = _FLAGS if jobs else _RUNTIME_FLAGS
     options: dict[str, str | bool | None] = {}
     names: list[str] = []
     j = 2
     while j < len(rest):
         arg = rest[j]
-        if arg in _FLAGS:
-            options[_FLAGS[arg]] = True
+        if arg in flags:
+            options[flags[arg]] = True
             j += 1
         elif arg.startswith("-"):
-            got = _take(rest, j, _VALUED)
+            got = _take(rest, j, valued)
             if got is None:
                 return None
             field, value, j = got
@@ -108,6 +119,14 @@ def run(argv: list[str]) -> int | None:
     def call() -> int:
         from trainjob.cli import listing
 
+        if not jobs:
+            listing.list_runtimes(
+                names or None,
+                _str(options.get("namespace")),
+                _str(options.get("output")),
+                bool(options.get("no_headers")),
+            )
+            return 0
         listing.list_jobs(
             names or None,
             _str(options.get("namespace")),

@@ -21,22 +21,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from trainjob.api import constants as c
 from trainjob.cli import HELP_STYLE, listing
 from trainjob.cli.options import Namespace, OutputFormat
-from trainjob.cli.output import (
-    Columns,
-    executor,
-    namespace_of,
-    output_format,
-    print_table,
-    printed_as_objects,
-)
 from trainjob.cli.root import app
-from trainjob.errors import NotFoundError, TrainJobError
+from trainjob.errors import TrainJobError
 
 if TYPE_CHECKING:  # the API models (pydantic) and the executors load when a command uses them
-    from trainjob.api.trainer import Runtime
+    pass
 
 KINDS = {
     "jobs": ("job", "jobs", "trainjob", "trainjobs", "tj"),
@@ -150,52 +141,7 @@ def get_runtimes(
 ) -> None:
     """List runtimes (built-in ClusterTrainingRuntimes, and ones stored through the SDK's
     LocalExecutor.apply_runtime): NAME KIND FRAMEWORK NODES."""
-    fmt = output_format(output)
-    ex = executor()
-    namespace = namespace_of(ex, namespace)
-    rts = ex.list_runtimes(namespace)
-    if names:
-        by_name = {r.metadata.name: r for r in rts}
-        missing = [n for n in names if n not in by_name]
-        if missing:
-            raise NotFoundError(
-                f'clustertrainingruntimes.{c.GROUP} "{missing[0]}" not found '
-                f"(runtimes: {', '.join(sorted(n for n in by_name if n))})"
-            )
-        rts = [by_name[n] for n in names]
-    if printed_as_objects(
-        rts,
-        fmt,
-        lambda r: f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}",
-        single=len(names or ()) == 1,
-    ):
-        return
-    headers = ["NAME", "KIND", "FRAMEWORK", "NODES"]
-    if fmt.wide:
-        headers.append("IMAGE")
-    table = Columns(*headers)
-    for r in rts:
-        labels = r.metadata.labels or {}
-        policy = r.spec.ml_policy
-        row = [
-            r.metadata.name or "",
-            r.kind,
-            labels.get(c.LABEL_FRAMEWORK, "<none>"),
-            str(policy.num_nodes if policy and policy.num_nodes else 1),
-        ]
-        if fmt.wide:
-            row.append(",".join(_images(r)) or "<none>")
-        table.add_row(*row)
-    print_table(table, headers=not no_headers)
-
-
-def _images(r: Runtime) -> list[str]:
-    images: list[str] = []
-    for rj in r.spec.template.spec.replicated_jobs or ():
-        for ctr in rj.template.spec.template.spec.containers:
-            if ctr.image and ctr.image not in images:
-                images.append(ctr.image)
-    return images
+    listing.list_runtimes(names, namespace, output, no_headers)
 
 
 for alias in ("runtime", "clustertrainingruntimes", "trainingruntimes"):

@@ -1,5 +1,6 @@
 """What ``trainjob get jobs`` prints, without typer: the table of jobs (kubectl's columns), the
-objects with ``-o json|yaml|name|jsonpath=``, ``-l`` and ``--sort-by``, and ``-w``'s rows.
+objects with ``-o json|yaml|name|jsonpath=``, ``-l`` and ``--sort-by``, and ``-w``'s rows; and
+``trainjob get runtimes``' table (:func:`list_runtimes`).
 
 :func:`list_jobs` is the command's whole body: :mod:`trainjob.cli.get` calls it with what typer
 parsed, :mod:`trainjob.cli.fast` with what it parsed of a plain ``get jobs`` (no typer, no
@@ -9,8 +10,10 @@ pydantic: the listing reads the store's columns, :meth:`trainjob.executor.base.E
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from trainjob.api import constants as c
 from trainjob.api import phases as tphases
 from trainjob.cli.output import (
     RESOURCE,
@@ -26,7 +29,7 @@ from trainjob.cli.output import (
     printed_as_objects,
 )
 from trainjob.core import times
-from trainjob.errors import TrainJobError
+from trainjob.errors import NotFoundError, TrainJobError
 
 if TYPE_CHECKING:
     from trainjob.executor.base import Executor
@@ -195,3 +198,77 @@ def _watch_rows(ex: Executor, ns: str | None, names: set[str], wide: bool, first
                 echo(first.line(row, widths), flush=True)
     except KeyboardInterrupt:
         return
+
+
+T = TypeVar("T")
+
+
+def list_runtimes(
+    names: list[str] | None, namespace: str | None, output: str | None, no_headers: bool
+) -> None:
+    """``get runtimes``: NAME KIND FRAMEWORK NODES (IMAGE with ``-o wide``) of the runtimes (those
+    named), read as plain objects (:meth:`~trainjob.executor.base.Executor.runtime_objects`: the
+    local backend builds no model); ``-o json|yaml|name|jsonpath=`` prints the API models."""
+    fmt = output_format(output)
+    ex = executor()
+    namespace = namespace_of(ex, namespace)
+    if fmt.objects:
+        rts = _named(ex.list_runtimes(namespace), names, lambda r: r.metadata.name or "")
+        printed_as_objects(
+            rts,
+            fmt,
+            lambda r: f"{r.kind.lower()}.{c.GROUP}/{r.metadata.name}",
+            single=len(names or ()) == 1,
+        )
+        return
+    objs = _named(ex.runtime_objects(namespace), names, _runtime_name)
+    headers = ["NAME", "KIND", "FRAMEWORK", "NODES"]
+    if fmt.wide:
+        headers.append("IMAGE")
+    table = Columns(*headers)
+    for r in objs:
+        labels = (r.get("metadata") or {}).get("labels") or {}
+        policy = (r.get("spec") or {}).get("mlPolicy") or {}
+        row = [
+            _runtime_name(r),
+            str(r.get("kind") or ""),
+            str(labels.get(c.LABEL_FRAMEWORK, "<none>")),
+            str(policy.get("numNodes") or 1),
+        ]
+        if fmt.wide:
+            row.append(",".join(runtime_images(r)) or "<none>")
+        table.add_row(*row)
+    print_table(table, headers=not no_headers)
+
+
+def _runtime_name(r: Mapping[str, Any]) -> str:
+    return str((r.get("metadata") or {}).get("name") or "")
+
+
+def _named(items: Sequence[T], names: list[str] | None, name_of: Callable[[T], str]) -> list[T]:
+    """The runtimes ``names`` asks for, in its order (all when none); NotFoundError naming the
+    first missing one and those there are."""
+    if not names:
+        return list(items)
+    by_name = {name_of(r): r for r in items}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise NotFoundError(
+            f'clustertrainingruntimes.{c.GROUP} "{missing[0]}" not found '
+            f"(runtimes: {', '.join(sorted(n for n in by_name if n))})"
+        )
+    return [by_name[n] for n in names]
+
+
+def runtime_images(r: Mapping[str, Any]) -> list[str]:
+    """The images of a runtime's containers, each once, in order."""
+    images: list[str] = []
+    for rj in ((r.get("spec") or {}).get("template") or {}).get("spec", {}).get(
+        "replicatedJobs"
+    ) or ():
+        pod = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec")
+        for ctr in (pod or {}).get("containers") or ():
+            image = ctr.get("image")
+            if image and image not in images:
+                images.append(image)
+    return images

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainjob.api import phases
 from trainjob.executor import model
@@ -175,6 +175,13 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def get_runtime(self, name: str, kind: str, namespace: str | None = None) -> Runtime:
         """One runtime by kind and name (a TrainingRuntime's ``namespace``); NotFoundError."""
+
+    def runtime_objects(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        """:meth:`list_runtimes` as plain objects (what ``get runtimes`` reads for its table):
+        an executor that has them without building the models overrides it (the local one)."""
+        from trainjob.api.base import to_dict
+
+        return [to_dict(r) for r in self.list_runtimes(namespace)]
 
     # -- built on the above, once ---------------------------------------------------------------
 

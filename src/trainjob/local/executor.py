@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -421,6 +421,20 @@ class LocalExecutor(Executor):
         from trainjob.local import runtimes as local_runtimes
 
         return local_runtimes.listed(self.store, namespace)
+
+    def runtime_objects(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        """:meth:`list_runtimes` as plain objects, without YAML or pydantic: the built-in ones
+        from the home's JSON copy of their files (:func:`trainjob.catalog.builtin_documents`),
+        the stored ones as stored (validated when applied)."""
+        from trainjob.local import files
+        from trainjob.local import runtimes as local_runtimes
+
+        cache = homes.cache_dir(self.home)
+        try:
+            files.private_dirs(self.home, cache)
+        except (OSError, ConfigError):  # a read-only home, a link: read the files each time
+            return local_runtimes.listed_objects(self.store, None, namespace)
+        return local_runtimes.listed_objects(self.store, cache, namespace)
 
     def get_runtime(
         self, name: str, kind: str = c.CLUSTER_TRAINING_RUNTIME_KIND, namespace: str | None = None

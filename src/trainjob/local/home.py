@@ -56,6 +56,11 @@ def db_path(home: Path) -> Path:
     return home / DB_NAME
 
 
+def cache_dir(home: Path) -> Path:
+    """``home/cache``: copies trainjob can make again (the built-in runtimes as JSON)."""
+    return home / "cache"
+
+
 def job_dir(home: Path, namespace: str, name: str) -> Path:
     """``home/jobs/NS/NAME``; a namespace or name that is not one plain path component (``..``,
     ``a/b``) is refused, since the job's directory is removed with it."""

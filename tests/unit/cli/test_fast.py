@@ -76,6 +76,16 @@ TAKEN = [
     ["get", "jobs", "-o", "bogus"],
     ["get", "jobs", "-l", "team in ("],
     ["get", "jobs", "-o", ""],
+    ["get", "runtimes"],
+    ["get", "runtime", "-o", "wide"],
+    ["get", "clustertrainingruntimes", "--no-headers"],
+    ["get", "trainingruntimes", "-n", "other"],
+    ["get", "runtimes", "torch-distributed", "mpi-distributed", "-o", "wide"],
+    ["get", "runtimes", "nope"],
+    ["get", "runtimes", "-o", "json"],
+    ["get", "runtimes", "torch-distributed", "-o", "yaml"],
+    ["get", "runtimes", "--output=name", "--namespace=other"],
+    ["get", "runtimes", "-o", "bogus"],
 ]
 LEFT = [
     ["get", "jobs", "--help"],
@@ -89,24 +99,67 @@ LEFT = [
     ["--backend", "nope", "get", "jobs"],
     ["--backend"],
     ["get", "jobs", "--backend", "local"],
+    ["get", "runtimes", "-A"],
+    ["get", "runtimes", "-l", "a=b"],
+    ["get", "runtimes", "--help"],
+    ["get", "runtime/torch-distributed"],
     ["version", "extra"],
     ["get"],
     [],
 ]
 
 
+@pytest.fixture
+def home(home_with_jobs: Path) -> Path:
+    """The jobs' home with stored runtimes too: one in place of a built-in (another framework
+    label, 3 nodes, its own image) and a TrainingRuntime in each of two namespaces."""
+    import copy
+
+    from trainjob import catalog
+    from trainjob.local import home as homes
+    from trainjob.local.store import Store
+
+    store = Store(homes.db_path(home_with_jobs))
+    torch = copy.deepcopy(catalog.builtin_documents()[3])
+    assert torch["metadata"]["name"] == "torch-distributed"
+    torch["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "torch-custom"
+    torch["spec"]["mlPolicy"]["numNodes"] = 3
+    jobs = torch["spec"]["template"]["spec"]["replicatedJobs"]
+    jobs[-1]["template"]["spec"]["template"]["spec"]["containers"][0]["image"] = "mine:1"
+    store.put_runtime("ClusterTrainingRuntime", "", "torch-distributed", torch)
+    for ns in ("default", "other"):
+        rt = {**copy.deepcopy(torch), "kind": "TrainingRuntime"}
+        rt["metadata"] = {**rt["metadata"], "name": f"team-{ns}", "namespace": ns}
+        store.put_runtime("TrainingRuntime", ns, f"team-{ns}", rt)
+    return home_with_jobs
+
+
 @pytest.mark.parametrize("argv", TAKEN, ids=" ".join)
-def test_taken_here_and_printed_as_typer_prints(home_with_jobs: Path, argv: list[str]) -> None:
-    fast = trainjob(home_with_jobs, FAST, argv, None)
+def test_taken_here_and_printed_as_typer_prints(home: Path, argv: list[str]) -> None:
+    fast = trainjob(home, FAST, argv, None)
     assert fast[3] is False, "answered through typer"
-    assert fast[:3] == trainjob(home_with_jobs, TYPER, argv, None)[:3]
+    assert fast[:3] == trainjob(home, TYPER, argv, None)[:3]
 
 
 @pytest.mark.parametrize("argv", LEFT, ids=lambda a: " ".join(a) or "(none)")
-def test_left_to_typer(home_with_jobs: Path, argv: list[str]) -> None:
-    fast = trainjob(home_with_jobs, FAST, argv, None)
+def test_left_to_typer(home: Path, argv: list[str]) -> None:
+    fast = trainjob(home, FAST, argv, None)
     assert fast[3] is True, "not left to typer"
-    assert fast[:3] == trainjob(home_with_jobs, TYPER, argv, None)[:3]
+    assert fast[:3] == trainjob(home, TYPER, argv, None)[:3]
+
+
+def test_the_runtimes_listing_shows_stored_ones_over_built_in_ones(home: Path) -> None:
+    """What is compared above is a real listing: the stored runtime in place of the built-in
+    one, a namespace's TrainingRuntime with ``-n``."""
+    code, out, _, _ = trainjob(home, FAST, ["get", "runtimes", "-o", "wide"], None)
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+    assert code == 0 and "team-other" not in rows
+    assert rows["torch-distributed"][1:3] == ["torch-custom", "3"]
+    assert "mine:1" in rows["torch-distributed"][3].split(",")
+    assert rows["team-default"][:2] == ["TrainingRuntime", "torch-custom"]
+    assert rows["mpi-distributed"][:2] == ["ClusterTrainingRuntime", "mpi"]
+    code, out, _, _ = trainjob(home, FAST, ["get", "runtimes", "-n", "other"], None)
+    assert "team-other" in out and "team-default" not in out
 
 
 @pytest.mark.parametrize(

@@ -63,9 +63,15 @@ def test_plan_does_not_load_the_job_commands_or_the_controller(tmp_path) -> None
 
 
 def test_get_does_not_load_the_controller(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    got = loaded(tmp_path, "get", "runtimes")
+    got = loaded(tmp_path, "get", "runtime/torch-distributed")  # typer's get (a kind/name)
     assert "trainjob.cli.get" in got and "trainjob.controller.manager" not in got
     assert "trainjob.cli.jobs" not in got  # run/logs/delete live apart from get/describe
+
+
+def test_get_runtimes_loads_the_listing_alone(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    got = loaded(tmp_path, "get", "runtimes")  # cli/fast.py, as get jobs
+    assert "trainjob.cli.listing" in got
+    assert not {"trainjob.cli.get", "trainjob.cli.jobs", "trainjob.controller.manager"} & set(got)
 
 
 def test_get_jobs_loads_the_listing_alone(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -122,6 +122,18 @@ def test_get_jobs_loads_only_what_a_listing_needs(home_with_jobs: Path, argv: li
 
 
 def test_the_listing_probe_sees_those_modules_where_a_command_needs_them(tmp_path: Path) -> None:
-    """The probe can see them: ``get runtimes`` (typer, the catalog) brings dataclasses."""
-    modules = loaded(tmp_path, "get", "runtimes")
+    """The probe can see them: ``describe runtime`` (typer, the models) brings dataclasses."""
+    modules = loaded(tmp_path, "describe", "runtime", "torch-distributed")
     assert "dataclasses" in modules and "inspect" in modules
+
+
+@pytest.mark.parametrize("argv", [["get", "runtimes"], ["get", "runtimes", "-o", "wide"]])
+def test_get_runtimes_reads_no_yaml_and_builds_no_model(tmp_path: Path, argv: list[str]) -> None:
+    """The built-in runtimes' table comes from the home's JSON copy of their files: no typer,
+    YAML or pydantic (the first listing of a home reads the files and writes the copy)."""
+    first = loaded(tmp_path, *argv)
+    assert "yaml" in first  # read the files, wrote the copy
+    assert (tmp_path / "cache" / "builtin-runtimes.json").is_file()
+    modules = loaded(tmp_path, *argv)
+    assert "trainjob.catalog" in modules  # the module, light: its models load on use
+    assert heavy_in(modules - {"trainjob.catalog"}) == {} and "typer" not in modules
