@@ -49,13 +49,17 @@ Shell completion (commands, options, choices): `source <(trainjob completion bas
 `trainjob completion zsh > "${fpath[1]}/_trainjob"`, or
 `trainjob completion fish > ~/.config/fish/completions/trainjob.fish`.
 
-Start-up: `trainjob version` and `trainjob get jobs` import neither typer nor pydantic, rich, YAML
-or a Kubernetes client, and other commands import only what they use.
-`python benchmarks/cli_startup.py` measures it (wall and CPU, median and p95, each command right
-after a `python -c pass`); on the 2-core development machine, shared and busy (load 14), back to back
-with the code before the change: `get jobs` 173 ms of CPU, 7.4x `python -c pass` (931 ms, 40x,
-before), `version` 88 ms (399), `--help` 301 ms (1126), `python -c pass` 23 ms. The wall time
-there is mostly waiting for a core (`python -c pass` itself took 117 ms).
+Start-up: `trainjob version`, `trainjob get jobs` and `trainjob get runtimes` import neither typer
+nor pydantic, rich, YAML or a Kubernetes client (nor dataclasses, logging, subprocess: the job
+model and the store's rows are plain classes and named tuples), and other commands import only
+what they use; `get runtimes` lists the built-in runtimes from a JSON copy of their files kept in
+`$TRAINJOB_HOME/cache` (made again when the files change). `python benchmarks/cli_startup.py`
+measures it (wall and CPU, median and p95, each command right after a `python -c pass`). On the
+2-core development machine, shared and busy (load 7-8), alternating runs of the code before
+(e7b8812) and after: `get jobs` of 20 jobs 157-182 ms of CPU, 7.1-7.3x `python -c pass` -> 88-114
+ms, 4.1-4.4x; `get runtimes` 590-840 ms, 27-33x -> 97-114 ms, 4.4-4.5x; `version` 70-99 -> 54-64
+ms; `python -c pass` 21-26 ms. The wall time there is mostly waiting for a core (`python -c pass`
+itself took 48-119 ms); an idle core runs `get jobs` in about its CPU time.
 
 This page is generated from the commands themselves (`python -m trainjob.cli.reference`);
 `trainjob COMMAND --help` prints the same.
