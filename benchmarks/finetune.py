@@ -131,6 +131,7 @@ def trl_flags(mode: str, model: Path, data: Path, out: Path, a: argparse.Namespa
         "--lr_scheduler_type=constant",
         "--weight_decay=0.0",
         "--max_grad_norm=1.0",
+        "--gradient_checkpointing=False",  # TRL's SFTConfig default is True; the others: off
         "--optim=adamw_torch",
         "--logging_steps=1",
         "--save_strategy=no",
@@ -329,8 +330,32 @@ def torchtune_config(mode: str, model: Path, data: Path, out: Path, a: argparse.
     return path
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of ``pids`` and every process below them, now (``/proc``):
+    what a step costs in CPU, which other work on a shared machine does not change as it
+    changes the wall clock."""
+    total, todo, seen = 0.0, list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return total
+
+
 def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: argparse.Namespace):
-    """One engine's run: (seconds to first step, tokens/s, peak RSS MiB, first step's loss)."""
+    """One engine's run: (seconds to first step, tokens/s, peak RSS MiB, first step's loss,
+    tokens per CPU second)."""
     out = work / f"out-{engine}-{mode}"
     extra_env: dict[str, str] = {}
     if engine == "hf":
@@ -385,12 +410,15 @@ def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: arg
     )
     assert proc.stdout is not None
     times: list[float] = []
+    cpu: list[float] = []
     losses: list[float] = []
     tail: list[str] = []
+    pids = [proc.pid, *([other.pid] if other is not None else [])]
     for line in proc.stdout:
         m = STEP.search(line.strip())
         if m:
             times.append(time.monotonic())
+            cpu.append(cpu_seconds(pids))
             losses.append(float(m.group(1) or m.group(2)))
         tail = [*tail[-30:], line]
     _, status, usage = os.wait4(proc.pid, 0)
@@ -401,7 +429,8 @@ def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: arg
         raise SystemExit(f"{engine} {mode} failed ({proc.returncode}):\n{''.join(tail)}")
     tokens = (len(times) - 1) * a.batch * a.seq
     rss_mib = usage.ru_maxrss / 1024  # KiB on Linux
-    return times[0] - started, tokens / (times[-1] - times[0]), rss_mib, losses[0]
+    per_cpu = tokens / max(cpu[-1] - cpu[0], 1e-9)
+    return times[0] - started, tokens / (times[-1] - times[0]), rss_mib, losses[0], per_cpu
 
 
 def main() -> int:
@@ -426,7 +455,7 @@ def main() -> int:
             f"{a.steps} steps, {a.threads} threads, {a.repeat} round(s)",
             flush=True,
         )
-        results: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
+        results: dict[tuple[str, str], list[tuple[float, float, float, float, float]]] = {}
         for _ in range(a.repeat):
             for mode in a.modes:
                 for engine in a.engines:  # alternating: every engine once per mode per round
@@ -434,28 +463,34 @@ def main() -> int:
                     results.setdefault((mode, engine), []).append(r)
                     print(
                         f"  {mode:5} {engine:8} first step {r[0]:5.1f}s  {r[1]:8.1f} tokens/s  "
-                        f"peak RSS {r[2]:6.0f} MiB  step-1 loss {r[3]:.4f}",
+                        f"{r[4]:7.1f} tokens/CPU-s  peak RSS {r[2]:6.0f} MiB  "
+                        f"step-1 loss {r[3]:.4f}",
                         flush=True,
                     )
     print()
     print(
-        f"{'mode':6}{'engine':10}{'tokens/s':>10}{'first step s':>14}{'peak RSS MiB':>14}"
-        f"{'step-1 loss':>13}{'ratio':>8}"
+        f"{'mode':6}{'engine':13}{'tokens/s':>9}{'ratio':>7}{'tokens/CPU-s':>13}{'ratio':>7}"
+        f"{'first step s':>13}{'peak RSS MiB':>13}{'step-1 loss':>12}"
     )
     for mode in a.modes:
         med = {
-            e: [statistics.median(x[i] for x in results[(mode, e)]) for i in range(4)]
+            e: [statistics.median(x[i] for x in results[(mode, e)]) for i in range(5)]
             for e in a.engines
         }
-        peers = [med[e][1] for e in a.engines if not e.startswith("trainjob")]
-        best = max(peers) if peers else None
-        for e in a.engines:
-            ratio = f"{med[e][1] / best:.2f}" if best and e == "trainjob" else ""
+
+        def ratio(e: str, i: int, med: dict[str, list[float]] = med) -> str:
+            """trainjob's over the fastest peer's; the 2-node row's (``*``) over trainjob's."""
+            peers = [med[p][i] for p in a.engines if not p.startswith("trainjob")]
+            if e == "trainjob" and peers:
+                return f"{med[e][i] / max(peers):.2f}"
             if e == "trainjob-2x1" and "trainjob" in med:
-                ratio = f"{med[e][1] / med['trainjob'][1]:.2f}*"  # against trainjob on 1 node
+                return f"{med[e][i] / med['trainjob'][i]:.2f}*"
+            return ""
+
+        for e in a.engines:
             print(
-                f"{mode:6}{e:10}{med[e][1]:10.1f}{med[e][0]:14.1f}{med[e][2]:14.0f}"
-                f"{med[e][3]:13.4f}{ratio:>8}"
+                f"{mode:6}{e:13}{med[e][1]:9.1f}{ratio(e, 1):>7}{med[e][4]:13.1f}"
+                f"{ratio(e, 4):>7}{med[e][0]:13.1f}{med[e][2]:13.0f}{med[e][3]:12.4f}"
             )
     if "trainjob-2x1" in a.engines:
         print(

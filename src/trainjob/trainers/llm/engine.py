@@ -8,9 +8,11 @@ accumulation with the loss normalised per token across micro-batches and ranks
 attention kept inside each example, eval, and resumable checkpoints (weights or adapter,
 optimizer, scheduler, RNG, step; the data position by skipping what was seen).
 
-What this module adds: TRL's per-step entropy and token-accuracy metrics are off (three
-all-gathers and a fused head per micro-batch, 10-20% of a CPU step), as are Trainer's
-weight-decay exemptions (torchtune decays every parameter); a log line per step in the format
+What this module adds: for the torchtune front end, TRL's per-step entropy and token-accuracy
+metrics are off (three all-gathers and a fused head per micro-batch, 10-20% of a CPU step), as
+are Trainer's weight-decay exemptions (torchtune decays every parameter); for ``trl sft`` on a
+device without Triton, the same loss from the model's own logits and those metrics only on the
+steps that log them (:func:`plain_sft_loss`); a log line per step in the format
 the trainer always printed (``Epoch 1/3 step 2/4 loss 2.3456 lr 0.0003``) with the rate that
 step used; tokens/s and the step, total and epoch in the logged metrics, which
 :mod:`trainjob.trainers.reporting` (in place of transformers' own ``KubeflowCallback``) reports
@@ -78,6 +80,11 @@ class Run:
     epoch_started: float = field(default_factory=time.monotonic)
     tokens: list[float] = field(default_factory=lambda: [0.0, 0.0])
     """Real (non-padding) and padded tokens this rank has fed the model since the last log."""
+    seen_tokens: float = 0.0
+    """Real tokens this rank has fed the model up to the last log."""
+    plain_loss: bool = False
+    """Whether SFT's loss is the model's own (:func:`plain_sft_loss`): then the trainer, not
+    SFTTrainer, reports ``num_tokens``."""
     last_log: float = field(default_factory=time.monotonic)
 
     def position(self, global_step: int) -> tuple[int, int]:
@@ -312,7 +319,31 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
                 return transformers.Trainer.compute_loss(
                     self, model, inputs, return_outputs, num_items_in_batch
                 )
+            if plain_sft_loss(self, inputs):
+                return self.sft_loss_with_metrics(model, inputs, return_outputs, num_items_in_batch)
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+        def sft_loss_with_metrics(
+            self, model: Any, inputs: dict[str, Any], return_outputs: bool, num_items_in_batch: Any
+        ) -> Any:
+            """SFTTrainer's loss and metrics, the loss from the model's own logits (TRL's
+            fused head is a pure-torch fallback off Triton that computes the logits again in
+            the backward pass), entropy and token accuracy only for a step that logs them."""
+            mode = "train" if self.model.training else "eval"
+            self.run.plain_loss = True
+            inputs["use_cache"] = False
+            loss, outputs = transformers.Trainer.compute_loss(
+                self, model, inputs, True, num_items_in_batch
+            )
+            if mode == "eval" or logs_next_step(self.args, self.state):
+                sums = token_metrics(outputs.logits.detach(), inputs["labels"])
+                sums = self.accelerator.gather(sums).view(-1, 3).sum(0)  # every rank's
+                valid, entropy, correct = (float(x) for x in sums)
+                self._metrics[mode]["entropy"].append(entropy / valid if valid > 0 else 0.0)
+                self._metrics[mode]["mean_token_accuracy"].append(
+                    correct / valid if valid > 0 else 0.0
+                )
+            return (loss, outputs) if return_outputs else loss
 
         if torchtune:
 
@@ -327,9 +358,14 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
         def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
             if "loss" in logs:
                 now = time.monotonic()
-                counts = torch.tensor(self.run.tokens, dtype=torch.float64)
+                self.run.seen_tokens += self.run.tokens[0]
+                counts = torch.tensor([*self.run.tokens, self.run.seen_tokens], dtype=torch.float64)
                 if torch.distributed.is_available() and torch.distributed.is_initialized():
                     torch.distributed.all_reduce(counts)
+                if self.run.plain_loss and self.model.training:
+                    # SFTTrainer's num_tokens (real tokens so far, every rank's), summed here
+                    # once per log rather than gathered every step
+                    self._metrics["train"]["num_tokens"] = [int(counts[2])]
                 seconds = max(now - self.run.last_log, 1e-9)
                 logs["tokens_per_second"] = round(float(counts[0]) / seconds, 1)
                 logs["padded_tokens_per_second"] = round(float(counts[1]) / seconds, 1)
@@ -344,6 +380,56 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
             super().log(logs, start_time)
 
     return Trainer
+
+
+def plain_sft_loss(trainer: Any, inputs: dict[str, Any]) -> bool:
+    """Whether SFTTrainer's loss for ``inputs`` is the model's own cross-entropy over its logits,
+    the same number (TRL's ``nll`` loss, no label smoothing, no loss function of the user's, no
+    MoE auxiliary loss, no sequence parallelism), on a device without Triton, where TRL's fused
+    LM head runs its pure-torch fallback: the logits once more in the backward pass and the
+    per-step metrics, about 10% of a CPU step of a LoRA fine-tune (benchmarks/finetune.py)."""
+    from trl import SFTTrainer  # type: ignore[attr-defined]
+
+    if not isinstance(trainer, SFTTrainer) or "labels" not in inputs or "shift_labels" in inputs:
+        return False
+    args: Any = trainer.args
+    if args.loss_type != "nll" or trainer.label_smoother is not None:
+        return False
+    if trainer.compute_loss_func is not None or getattr(trainer, "aux_loss_enabled", False):
+        return False
+    parallel = getattr(trainer.accelerator, "parallelism_config", None)
+    if parallel is not None and (parallel.sp_enabled or parallel.cp_enabled):
+        return False
+    return bool(inputs["labels"].device.type not in ("cuda", "xpu"))
+
+
+def logs_next_step(args: Any, state: Any) -> bool:
+    """Whether the optimizer step in progress is one transformers' Trainer logs (its
+    DefaultFlowCallback's rule, and the last step, whose metrics close the run)."""
+    strategy = getattr(args.logging_strategy, "value", args.logging_strategy)
+    if strategy != "steps":
+        return bool(strategy == "epoch")  # an epoch's log averages all its steps, as TRL's
+    step = state.global_step + 1
+    every = max(int(state.logging_steps or 1), 1)
+    first = step == 1 and bool(args.logging_first_step)
+    return step % every == 0 or first or step >= state.max_steps
+
+
+def token_metrics(logits: Any, labels: Any) -> Any:
+    """(scored tokens, their entropy's sum, correct top-1 predictions) of a micro-batch, as
+    SFTTrainer computes them: next-token positions whose label is not -100."""
+    import torch
+
+    with torch.no_grad():
+        shifted = labels[:, 1:]
+        mask = shifted != -100
+        z = logits[:, :-1][mask].float()
+        log_z = torch.logsumexp(z, dim=-1)
+        entropy = log_z - (torch.softmax(z, dim=-1) * z).sum(-1)
+        correct = z.argmax(-1) == shifted[mask]
+        return torch.stack(
+            [mask.sum().to(z.dtype), entropy.sum(), correct.sum().to(z.dtype)]
+        ).reshape(1, 3)
 
 
 def make_callback(run: Run) -> Any:
