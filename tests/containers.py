@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from trainjob.local import ptree
+
 REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "hack" / "build-images.sh"
 os.environ.setdefault("CONTAINERS_CONF", str(REPO / "hack" / "containers.conf"))
@@ -75,12 +77,14 @@ def podman(
 
 
 def left_behind(uid: str) -> dict[str, list[str]]:
-    """Containers, networks and pods of job ``uid`` that still exist (by the backend's label)."""
+    """Containers, networks and pods of job ``uid`` that still exist (by the backend's label),
+    and processes that carry its mark (the engine CLIs its pods ran, and what they started)."""
     label = f"label=trainjob.local/uid={uid}"
-    found = {
-        "containers": podman("ps", "-a", "--filter", label, "--format", "{{.Names}}").stdout,
+    found = {  # the network first: what a supervisor removed last
         "networks": podman("network", "ls", "--filter", label, "--format", "{{.Name}}").stdout,
+        "containers": podman("ps", "-a", "--filter", label, "--format", "{{.Names}}").stdout,
         "pods": podman("pod", "ps", "--filter", label, "--format", "{{.Name}}").stdout,
+        "processes": " ".join(str(pid) for pid in ptree.owned(f"{uid}/")),
     }
     return {k: v.split() for k, v in found.items() if v.split()}
 

@@ -86,14 +86,14 @@ def test_a_two_node_ddp_run_completes_with_the_all_reduce_checked_on_every_rank(
         ),
     )
     job = client.wait_for_job_status(name, timeout=int(TIMEOUT))
+    uid = _uid(client.backend.executor, name)  # type: ignore[attr-defined]
+    # Complete is written once the containers, network and engine CLIs are gone: at once here
+    assert containers.left_behind(uid) == {}, "nothing of the job is left once it is Complete"
     assert job.status == "Complete"
     assert [s.name for s in job.steps] == ["node-0", "node-1"]
     for rank in (0, 1):
         logs = "\n".join(client.get_job_logs(name, step=f"node-{rank}"))
         assert f"allreduce ok rank={rank} world=2 sum=3 on {name}-node-0-{rank}" in logs, logs
-    uid = _uid(client.backend.executor, name)  # type: ignore[attr-defined]
-    # the supervisor writes Complete, then removes the job's containers and network (seconds)
-    _wait_for(lambda: containers.left_behind(uid) == {}, 30, "the containers and network to go")
     client.delete_job(name)
 
 
@@ -103,6 +103,7 @@ def test_a_step_whose_image_lacks_its_command_fails_with_a_clear_reason(ex: Loca
     tj.spec.trainer.command = ["torchrun", "train.py"]
     ex.submit(tj)
     s = _wait_for(lambda: (st := ex.state("nocmd")).finished and st, what="the job to end")
+    assert containers.left_behind(_uid(ex, "nocmd")) == {}, "nothing is left once it is Failed"
     assert s.phase == "Failed"
     (pod,) = s.pods
     image = containers.image("initializer")
@@ -140,7 +141,8 @@ def test_two_nodes_resolve_each_other_and_see_the_env_of_a_cluster(ex: LocalExec
         """
     )
     ex.submit(L.trainjob("dns", code, runtime="ported", nodes=2, env={"PEER": "dns-node-0-0.dns"}))
-    s = ex.wait("dns", timeout=TIMEOUT)
+    s = ex.wait("dns", timeout=TIMEOUT, poll=0.01)
+    assert containers.left_behind(_uid(ex, "dns")) == {}, "nothing is left once it is Complete"
     assert s.phase == "Complete"
     n0, n1 = (list(ex.logs("dns", index=i)) for i in (0, 1))
     assert n1[0] == "heard dns-node-0-0"
@@ -179,7 +181,8 @@ def test_a_failing_pod_restarts_the_jobset_and_the_next_attempt_completes(
     ex.apply_runtime(L.runtime("retry", image=py_image, failure_policy={"maxRestarts": 2}))
     code = "import os, sys; print('attempt', os.environ['ATTEMPT']); sys.exit(0 if os.environ['ATTEMPT'] == '1' else 3)"
     ex.submit(L.trainjob("flaky", code, runtime="retry"))
-    s = ex.wait("flaky", timeout=TIMEOUT)
+    s = ex.wait("flaky", timeout=TIMEOUT, poll=0.01)
+    assert containers.left_behind(_uid(ex, "flaky")) == {}, "nothing is left once it is Complete"
     assert (s.phase, s.restarts) == ("Complete", 1)
     assert list(ex.logs("flaky")) == ["attempt 1"]
     old = ex.home / "jobs/default/flaky/logs/node-0.log.1"
@@ -200,7 +203,8 @@ def test_suspend_removes_the_containers_resume_starts_new_ones_delete_leaves_not
     ex.suspend("pausable")
     s = ex.state("pausable")
     assert s.phase == "Suspended" and {p.phase for p in s.pods} == {"Pending"}
-    _wait_for(lambda: "containers" not in containers.left_behind(uid), 30, "containers gone")
+    # Suspended is written once the pods' containers are gone (the network stays for the resume)
+    assert containers.left_behind(uid).keys() == {"networks"}, "the containers go before Suspended"
     ex.resume("pausable")
     _wait_for(lambda: len(containers.left_behind(uid).get("containers", [])) == 2, what="again")
     assert ex.state("pausable").phase == "Running"
@@ -218,8 +222,22 @@ def test_a_killed_supervisor_fails_the_job_and_its_containers_are_removed(
     assert row is not None and row.supervisor_pid
     os.kill(row.supervisor_pid, signal.SIGKILL)
     s = _wait_for(lambda: (st := ex.state("orphan")).finished and st, what="Failed")
+    # the reader that found the supervisor dead removed what it left before writing Failed
+    assert containers.left_behind(uid) == {}, "nothing is left once it is Failed"
     assert (s.phase, s.reason) == ("Failed", "SupervisorDied")
-    _wait_for(lambda: containers.left_behind(uid) == {}, 60, "the containers to be removed")
+
+
+def test_the_deadline_fails_the_job_once_its_containers_and_network_are_gone(
+    ex: LocalExecutor,
+) -> None:
+    """activeDeadlineSeconds, on 2 nodes: Failed (DeadlineExceeded) is visible only once nothing
+    of the job is left, whether the deadline found the containers running or still starting."""
+    code = "import time; print('up', flush=True); time.sleep(600)"
+    ex.submit(L.trainjob("late", code, nodes=2, activeDeadlineSeconds=15))
+    uid = _uid(ex, "late")
+    s = ex.wait("late", phases={"Failed"}, timeout=TIMEOUT, poll=0.01)  # looked at at once
+    assert containers.left_behind(uid) == {}, "nothing is left once it is Failed"
+    assert s.reason == "DeadlineExceeded"
 
 
 def test_limits_are_the_containers_limits(ex: LocalExecutor) -> None:
@@ -301,6 +319,7 @@ def test_the_llm_lora_example_runs_on_the_llm_trainer_image(tmp_path: Path) -> N
     ex = LocalExecutor(tmp_path / "home", runner=settings.to_json())
     ex.submit(tj)
     s = _wait_for(lambda: (st := ex.state("llm-lora")).finished and st, 900, "the fine-tune")
+    assert containers.left_behind(_uid(ex, "llm-lora")) == {}, "nothing is left once it ended"
     logs = "\n".join(ex.logs("llm-lora"))
     assert s.phase == "Complete", (s.message, logs[-3000:])
     assert re.search(r"^Epoch 3/3 done: mean loss [0-9.]+", logs, re.M), logs[-2000:]
@@ -308,6 +327,4 @@ def test_the_llm_lora_example_runs_on_the_llm_trainer_image(tmp_path: Path) -> N
     # mounted into the containers at the runtime's mountPath
     out = Path(next(o.location for o in ex.outputs("llm-lora") if o.name == "output_dir"))
     assert (out / "adapter_config.json").exists() and (out / "adapter_model.safetensors").exists()
-    uid = _uid(ex, "llm-lora")
-    _wait_for(lambda: containers.left_behind(uid) == {}, 30, "the containers and network to go")
     ex.delete("llm-lora")

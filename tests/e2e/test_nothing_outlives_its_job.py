@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -23,6 +24,14 @@ from trainjob.local import LocalExecutor, procs, ptree
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 60.0
+# POD that says where its status endpoint is, and exits 0 (leaving its daemon and stopped child
+# running) once the test has seen every process start: the file $GO exists.
+URL_LINE = 'print("URL", os.environ["KUBEFLOW_TRAINER_SERVER_URL"], flush=True)\n'
+SUCCEEDING_POD = (
+    POD.replace('print("PID pod"', URL_LINE + 'print("PID pod"', 1).rsplit("time.sleep(600)", 1)[0]
+    + "while not os.path.exists(os.environ['GO']):\n    time.sleep(0.1)\n"
+)
+assert SUCCEEDING_POD.count("time.sleep(600)") == 2 and "KUBEFLOW_TRAINER" in SUCCEEDING_POD
 
 
 @pytest.fixture
@@ -66,6 +75,46 @@ def _uid(ex: LocalExecutor, name: str) -> str:
     return uid
 
 
+def _status_port(ex: LocalExecutor, name: str) -> int:
+    url = next(line.split()[1] for line in ex.logs(name, index=0) if line.startswith("URL "))
+    return int(url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+
+
+def _serving(port: int) -> bool:
+    """Whether something listens on loopback ``port`` (the job's status endpoint)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()
+    except ConnectionRefusedError:
+        return False
+    except ConnectionResetError:
+        return True  # accepted, then closed: a server shutting down
+    return True
+
+
+def test_complete_is_written_once_every_process_and_the_status_endpoint_are_gone(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
+    """Both pods exit 0 and leave a daemon and a stopped child behind: the moment the job reads
+    Complete, none of them runs and its status endpoint is closed (the supervisor ends them
+    first, then writes Complete; before, the endpoint still answered after Complete)."""
+    go = tmp_path / "go"
+    job = L.trainjob("done", SUCCEEDING_POD, nodes=2, env={"GO": str(go)})
+    ex.submit(job, cwd=str(tmp_path))
+    found, uid = _started(ex, "done"), _uid(ex, "done")
+    port = _status_port(ex, "done")
+    assert _serving(port), "the status endpoint serves while the job runs"
+    go.touch()
+    # looked at the moment Complete can be read (a read each millisecond): the supervisor that
+    # wrote Complete first and ended them after was seen with them still there
+    state = ex.wait("done", phases={"Complete", "Failed"}, timeout=TIMEOUT, poll=0.001)
+    running = [pid for pid, token in found.items() if procs.start_time(pid) == token]
+    serving = _serving(port)
+    assert running == [], "no process of the job runs once it is Complete"
+    assert not serving, "the status endpoint is closed once the job is Complete"
+    assert _survivors(found, uid) == []
+    assert state.phase == "Complete", state.message
+
+
 def test_delete_ends_every_process_of_the_job(ex: LocalExecutor, tmp_path: Path) -> None:
     ex.submit(L.trainjob("gone", POD, nodes=2), cwd=str(tmp_path))
     found, uid = _started(ex, "gone"), _uid(ex, "gone")
@@ -76,16 +125,16 @@ def test_delete_ends_every_process_of_the_job(ex: LocalExecutor, tmp_path: Path)
 def test_the_deadline_ends_every_process_of_the_job(ex: LocalExecutor, tmp_path: Path) -> None:
     ex.submit(L.trainjob("late", POD, nodes=2, activeDeadlineSeconds=6), cwd=str(tmp_path))
     found, uid = _started(ex, "late"), _uid(ex, "late")
-    state = ex.wait("late", phases={"Failed"}, timeout=TIMEOUT)
-    assert state.reason == "DeadlineExceeded"
+    state = ex.wait("late", phases={"Failed"}, timeout=TIMEOUT, poll=0.001)
     assert _survivors(found, uid) == []
+    assert state.reason == "DeadlineExceeded"
 
 
 def test_a_failed_pod_ends_every_process_of_the_job(ex: LocalExecutor, tmp_path: Path) -> None:
     job = L.trainjob("broken", POD, nodes=2, env={"FAIL_AFTER": "3"})
     ex.submit(job, cwd=str(tmp_path))
     found, uid = _started(ex, "broken"), _uid(ex, "broken")
-    state = ex.wait("broken", phases={"Failed"}, timeout=TIMEOUT)
+    state = ex.wait("broken", phases={"Failed"}, timeout=TIMEOUT, poll=0.001)
     assert state.reason == "FailedJobs"
     assert _survivors(found, uid) == []
 

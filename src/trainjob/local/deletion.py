@@ -40,7 +40,8 @@ def delete(store: Store, home: Path, row: JobRow, *, purge: bool = False) -> Non
         procs.wait_gone(pid, token, timeout=5.0)
     # What the supervisor knew and whatever carries the job's mark (it was killed before it
     # could stop them).
-    stop_processes(store, home, row)
+    for what in stop_processes(store, home, row):
+        log.warning("warning: %s/%s left behind %s", namespace, name, what)
     try:
         files.remove_tree(home, homes.job_dir(home, namespace, name))
     except files.UnsafePathError as e:  # a link planted on the way: its target is left alone

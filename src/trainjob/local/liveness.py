@@ -58,7 +58,7 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
     and event kept in ``unwritten``), so that readers still see the job Failed; the next reader
     records it once there is room.
     """
-    stop_processes(store, home, row)
+    left = stop_processes(store, home, row)
     ts = times.now()
     sup_log = homes.supervisor_log(home, row.namespace, row.name)
     if row.supervisor_pid is None:
@@ -71,6 +71,8 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
             f"the local supervisor (pid {row.supervisor_pid}) exited while the job was "
             f"{row.phase}; its processes were stopped (see {sup_log})"
         )
+    if left:
+        message += f"; not everything it started could be removed: {'; '.join(left)}"
     message += homes.disk_full_note(home)
     job_status = row.status_dict()
     status.failed(job_status, status.REASON_SUPERVISOR_DIED, message, ts)
@@ -102,9 +104,10 @@ def fail_dead(store: Store, home: Path, row: JobRow, unwritten: Unwritten) -> Jo
     return row._replace(**failed)
 
 
-def stop_processes(store: Store, home: Path, row: JobRow) -> None:
+def stop_processes(store: Store, home: Path, row: JobRow) -> list[str]:
     """Kill whatever of ``row``'s job still runs without its supervisor: its pods' process
-    groups, every process of the job in any session, what its pod runner left (containers)."""
+    groups, every process of the job in any session, what its pod runner left (containers);
+    returns once they are gone: what is still there (empty: nothing)."""
     from trainjob.local import ptree  # the process table is read for a dead job only
 
     for p in store.pods(row.namespace, row.name):
@@ -113,7 +116,7 @@ def stop_processes(store: Store, home: Path, row: JobRow) -> None:
     ptree.end(job_processes(home, row), grace=0)  # every process of the job, any session
     from trainjob.local import runner as runners  # its backends load only for a dead job
 
-    runners.clean_up(row.runner, row.namespace, row.name, row.uid)
+    return runners.clean_up(row.runner, row.namespace, row.name, row.uid)
 
 
 def job_processes(home: Path, row: JobRow) -> ptree.Procs:

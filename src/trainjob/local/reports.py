@@ -78,5 +78,8 @@ class Reports:
             self.count = MAX_REPORTS
 
     def stop(self) -> None:
+        """Stop serving (the endpoint's port is closed on return); updates already accepted stay
+        queued for :meth:`take`. Again: nothing."""
         if self.server is not None:
             self.server.stop()
+            self.server = None

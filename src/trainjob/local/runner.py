@@ -70,8 +70,15 @@ class PodRunner(Protocol):
         """Start the pod (its first init container, or its containers), logging to ``log``."""
         ...
 
-    def close(self) -> None:
-        """The job is over (or its supervisor exits): release what the runner made for it."""
+    def remove_pods(self, timeout: float) -> list[str]:
+        """The pods were stopped (a suspend): remove what of them the runner keeps (stopped
+        containers), within ``timeout`` seconds; what is still there (empty: nothing)."""
+        ...
+
+    def close(self, timeout: float) -> list[str]:
+        """The job is over (or its supervisor exits): remove what the runner made for it and see
+        it gone, within ``timeout`` seconds; what is still there, each with the command that
+        removes it (empty: nothing). The supervisor writes the job's end only after this."""
         ...
 
 
@@ -126,8 +133,11 @@ class ProcessRunner:
         run.start()
         return run
 
-    def close(self) -> None:
-        return None
+    def remove_pods(self, timeout: float) -> list[str]:
+        return []  # a pod's processes are ended with it (trainjob.local.podrun.stop_all)
+
+    def close(self, timeout: float) -> list[str]:
+        return []  # nothing but processes, which the supervisor ends (trainjob.local.tracking)
 
 
 def runner_for(
@@ -141,11 +151,12 @@ def runner_for(
     return ContainerRunner(ContainerSettings.from_json(spec), job, events)
 
 
-def clean_up(spec: str, namespace: str, name: str, uid: str) -> None:
+def clean_up(spec: str, namespace: str, name: str, uid: str) -> list[str]:
     """Remove whatever a job's runner left behind (containers, networks) when its supervisor
-    could not: it died, or was killed on delete. Nothing for processes: the executor ends their
-    process groups itself."""
-    if spec:
-        from trainjob.local.containers import ContainerSettings, clean_up_job
+    could not: it died, or was killed on delete; what is still there (empty: nothing). Nothing
+    for processes: the executor ends their process groups itself."""
+    if not spec:
+        return []
+    from trainjob.local.containers import ContainerSettings, clean_up_job
 
-        clean_up_job(ContainerSettings.from_json(spec), uid)
+    return clean_up_job(ContainerSettings.from_json(spec), uid)

@@ -20,7 +20,8 @@ and writes the TrainJob status (conditions, jobsStatus, the trainerStatus last r
 pods, events and reported metric values in one go when they changed. It serves the job's status
 endpoint on loopback (:mod:`trainjob.local.reports`) and gives the trainer pods its env. It
 exits when the job is finished, deleted, or its row is gone; on SIGTERM it stops the pods and
-marks the job Failed.
+marks the job Failed. A job's end (Complete, Failed) is written only once everything it started
+is gone (:meth:`Supervisor.teardown`): its processes, containers, network and status endpoint.
 
 The supervisor is the child subreaper of its pods (:mod:`trainjob.local.ptree`): whatever a pod
 starts, in any session, stays in its process tree; it is looked up every
@@ -54,6 +55,10 @@ from trainjob.local.store import Store
 from trainjob.runtime.plan import Plan
 
 TICK = 0.05
+# How long removing what the job started may take before its end is written anyway, with a
+# CleanupFailed event naming what is left (a loaded container engine takes seconds a call).
+TEARDOWN_TIMEOUT = 60.0
+REASON_CLEANUP_FAILED = "CleanupFailed"
 
 
 class Stop(Exception):
@@ -87,6 +92,7 @@ class Supervisor(Attempt):
         # the status endpoint: updates arrive on the server's threads, are taken each tick
         reports = Reports(self.store, namespace, name, uid)
         super().__init__(home, namespace, name, uid, row, self.plan, self.runtime, reports)
+        self.torn_down = False
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -218,6 +224,33 @@ class Supervisor(Attempt):
             self.jobset_name,
         )
 
+    # -- the end --------------------------------------------------------------------------------
+
+    def teardown(self) -> None:
+        """Stop and remove everything the job started, and see it gone, before its end is
+        written (a user who sees Complete or Failed finds nothing of the job left): its pods,
+        every process below this supervisor or carrying the job's mark, the runner's containers
+        and network, the status endpoint. Bounded (:data:`TEARDOWN_TIMEOUT`): what is still there
+        then is named in a CleanupFailed event, and the job's end is written all the same. Each
+        step may run again (a SIGTERM part-way): a second call after a whole one does nothing."""
+        if self.torn_down:
+            return
+        self.kill_all()
+        if self._probe_pool is not None:
+            self._probe_pool.shutdown(wait=False, cancel_futures=True)
+            self._probe_pool = None
+        left = self.runner.close(TEARDOWN_TIMEOUT)
+        left += tracking.end_everything(self.uid)  # the engine's calls too, once they are done
+        self.reports.stop()  # updates it accepted stay queued for the last flush
+        self.torn_down = True
+        if left:
+            self.event(
+                "Warning",
+                REASON_CLEANUP_FAILED,
+                f"not everything the job started could be removed within {TEARDOWN_TIMEOUT:.0f}s: "
+                + "; ".join(left),
+            )
+
     # -- the loop -------------------------------------------------------------------------------
 
     def sync_desired(self) -> bool:
@@ -229,6 +262,13 @@ class Supervisor(Attempt):
         if want_suspend and not self.suspended:
             self.suspended = True
             self.stop_pods(st.POD_PENDING, "")
+            left = self.runner.remove_pods(TEARDOWN_TIMEOUT)  # gone before Suspended is written
+            if left:
+                self.event(
+                    "Warning",
+                    REASON_CLEANUP_FAILED,
+                    f"the suspended job's pods could not all be removed: {'; '.join(left)}",
+                )
             for key in self.rows:
                 self.set_pod(key, started=None, finished=None, exit_code=None)
             status.suspended(self.status, times.now())
@@ -269,6 +309,8 @@ class Supervisor(Attempt):
                 self.check_deadline()
         for run in self.runs.values():
             run.note_log_growth()
+        if self.phase in st.FINISHED:
+            self.teardown()  # nothing of the job is left once its end can be seen
         self.flush()
         return self.phase not in st.FINISHED
 
@@ -290,15 +332,12 @@ class Supervisor(Attempt):
             while self.tick():
                 time.sleep(TICK)
         except Stop:
-            self.fail(status.REASON_SUPERVISOR_ERROR, "the local supervisor was terminated")
+            if self.phase not in st.FINISHED:  # a SIGTERM while tearing a finished job down
+                self.fail(status.REASON_SUPERVISOR_ERROR, "the local supervisor was terminated")
+            self.teardown()
             self.flush()
         finally:
-            self.kill_all()
-            self.reports.stop()
-            self.runner.close()
-            if self._probe_pool is not None:
-                self._probe_pool.shutdown(wait=False, cancel_futures=True)
-            tracking.end_everything()
+            self.teardown()  # deleted, or gone from the store: no end to write, nothing left
 
 
 def _on_term(_signum: int, _frame: object) -> None:
@@ -323,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         sup.kill_all()
         try:
+            if not sup.torn_down:  # run() tears down on its way out; a failed teardown: again
+                sup.teardown()
             sup.fail(status.REASON_SUPERVISOR_ERROR, f"the local supervisor failed: {e!r}")
             sup.flush()
         except BaseException:

@@ -5,7 +5,7 @@ starts, in any session, stays in its process tree. Every :data:`TRACK_EVERY` sec
 looked up, each pod notes its processes, orphans are reaped, and the set is recorded in the
 job's processes file for a reader that finds the supervisor dead
 (:func:`trainjob.local.liveness.job_processes`). When the job is over, every process still below
-the supervisor ends. Used by :mod:`trainjob.local.supervisor`.
+the supervisor ends, before the job's end is written. Used by :mod:`trainjob.local.supervisor`.
 """
 
 from __future__ import annotations
@@ -52,9 +52,13 @@ class Tracker:
                 self._recorded = known
 
 
-def end_everything() -> None:
+def end_everything(uid: str) -> list[str]:
     """The job is over: no process below the supervisor may outlive it (orphans that left
-    their pod, whatever a pod started and did not stop)."""
+    their pod, whatever a pod started and did not stop), nor any carrying the job's mark.
+    Returns once they are gone (:func:`trainjob.local.ptree.end`): those still running after
+    that, as ``process PID`` (empty: none), for the supervisor to say before the job's end."""
     left = ptree.descendants([os.getpid()])
+    left.update(ptree.owned(f"{uid}/"))
     ptree.end(left, grace=0)
     ptree.reap_orphans(())
+    return [f"process {pid}" for pid in sorted(ptree.alive(left))]

@@ -129,27 +129,36 @@ class Engine:
             raise ConfigError(f"network {name} has no IPv4 subnet ({' '.join(out) or 'none'})")
         return v4[0]
 
-    def remove_network(self, name: str) -> None:
-        self.call("network", "rm", "--force", name) if self.flavour == "podman" else self.call(
+    def remove_network(self, name: str, timeout: float = CALL_TIMEOUT) -> None:
+        args = ["network", "rm", "--force", name] if self.flavour == "podman" else [
             "network", "rm", name
-        )
+        ]  # fmt: skip
+        self.call(*args, timeout=timeout)
 
-    def containers(self, label: str) -> list[str]:
-        """Names of the containers (running or not) with ``label`` (``key=value``)."""
-        proc = self.call("ps", "--all", "--filter", f"label={label}", "--format", "{{.Names}}")
+    def containers(self, label: str, timeout: float = CALL_TIMEOUT) -> list[str]:
+        """Names of the containers (running or not) with ``label`` (``key=value``); a
+        ConfigError when the engine cannot say (so that none is taken for gone)."""
+        proc = self.call(
+            "ps", "--all", "--filter", f"label={label}", "--format", "{{.Names}}",
+            timeout=timeout, check=True,
+        )  # fmt: skip
         return [n for n in proc.stdout.split() if n]
 
-    def networks(self, label: str) -> list[str]:
-        proc = self.call("network", "ls", "--filter", f"label={label}", "--format", "{{.Name}}")
+    def networks(self, label: str, timeout: float = CALL_TIMEOUT) -> list[str]:
+        """Names of the networks with ``label``; a ConfigError when the engine cannot say."""
+        proc = self.call(
+            "network", "ls", "--filter", f"label={label}", "--format", "{{.Name}}",
+            timeout=timeout, check=True,
+        )  # fmt: skip
         return [n for n in proc.stdout.split() if n]
 
-    def remove(self, names: Sequence[str]) -> None:
+    def remove(self, names: Sequence[str], timeout: float = CALL_TIMEOUT) -> None:
         """Kill and remove containers now (no grace: their pods were stopped already)."""
         if names:
             args = ["rm", "--force", *names]
             if self.flavour == "podman":
                 args[1:1] = ["--ignore", "--time", "0"]
-            self.call(*args)
+            self.call(*args, timeout=timeout)
 
     def state(self, name: str) -> dict[str, object]:
         """``State`` of a container (exit code, OOMKilled, error); {} when it is gone."""

@@ -4,17 +4,18 @@ A pod runner (:mod:`trainjob.local.runner`): the supervisor decides when pods st
 this module makes each one a set of containers and cleans up after them.
 
 * The job gets a bridge network of its own (``trainjob-<uid>``), made with the first attempt and
-  removed when the supervisor exits. Each pod has a fixed address on it and its hostname; every
-  container resolves every pod's DNS names ``<hostname>.<subdomain>[.<ns>.svc[.cluster.local]]``
-  through its /etc/hosts (known before any pod starts: no DNS server, no race with a peer that
-  is not up yet), so endpoints and ports in env and commands work as written, for any number of
-  nodes.
+  removed (and seen gone) before the job's end is written. Each pod has a fixed address on it
+  and its hostname; every container resolves every pod's DNS names
+  ``<hostname>.<subdomain>[.<ns>.svc[.cluster.local]]`` through its /etc/hosts (known before any
+  pod starts: no DNS server, no race with a peer that is not up yet), so endpoints and ports in
+  env and commands work as written, for any number of nodes.
 * Each container runs attached (``run --rm``): the engine CLI is the process the
   supervisor starts, stops and waits, as it would a pod's process. Its output is the pod's log; its
   exit code the container's; a SIGTERM to it reaches the container. A CLI that had to be killed
   leaves its container behind, so the container is removed then; what is still there when the
-  supervisor exits, or after a supervisor died or a job was deleted, is removed by label
-  (``trainjob.local/uid``): nothing a job started outlives it.
+  job ends (before Complete/Failed is written: :func:`remove_job`, bounded), or after a
+  supervisor died or a job was deleted, is removed by label (``trainjob.local/uid``): nothing a
+  job started outlives it.
 * Images are used as they are when present; absent, they are pulled (``IfNotPresent``, the
   default), pulled every time (``Always``) or refused (``Never``), with the kubelet's events
   (Pulling, Pulled, Failed). A pull that fails (no registry reachable) fails the job with the
@@ -35,6 +36,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from trainjob.errors import ConfigError
 from trainjob.local import home as homes
 from trainjob.local import pods
 from trainjob.local.containers import pod as cpod
@@ -46,6 +48,9 @@ from trainjob.runtime.plan import Plan
 
 _RESERVED = 8  # the first addresses of the job's network: the gateway, dynamic ones
 MAX_PODS = 240  # pods with an address of their own on the job's /24 network
+# How long removing a job's containers and network may take before its end is written anyway
+# (with a CleanupFailed event naming what is left): a loaded engine takes seconds a call.
+CLOSE_TIMEOUT = 60.0
 _NOT_FOUND = re.compile(
     r'exec: "([^"]+)": (?:executable file not found in \$PATH|stat [^:]+: no such file or directory)'
 )
@@ -259,15 +264,19 @@ class ContainerRunner:
                 return f'command "{m.group(1)}" is not executable in image "{ctr.image}"'
         return ""
 
-    def close(self) -> None:
-        """Remove the job's containers (any left) and its network."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> list[str]:
+        """Remove the job's containers (any left) and its network, and see them gone; what is
+        still there after ``timeout`` seconds (empty: nothing)."""
         _namespace, _name, uid = self.job
-        with contextlib.suppress(Exception):
-            self.engine.remove(self.engine.containers(f"{LABEL_UID}={uid}"))
-        if self._subnet:
-            with contextlib.suppress(Exception):
-                self.engine.remove_network(network_name(uid))
+        left = remove_job(self.engine, uid, timeout)
+        if not left:
             self._subnet = ""
+        return left
+
+    def remove_pods(self, timeout: float = CLOSE_TIMEOUT) -> list[str]:
+        """Remove the job's containers (its pods were stopped: a suspend), keep its network;
+        what is still there after ``timeout`` seconds."""
+        return remove_job(self.engine, self.job[2], timeout, network=False)
 
 
 def _log_tail(log: Path, size: int = 8192) -> str:
@@ -279,11 +288,43 @@ def _log_tail(log: Path, size: int = 8192) -> str:
         return ""
 
 
-def clean_up_job(settings: ContainerSettings, uid: str) -> None:
-    """Remove every container and network of job ``uid`` (its supervisor could not)."""
-    engine = Engine(settings.engine, settings.host)
-    with contextlib.suppress(Exception):
-        engine.remove(engine.containers(f"{LABEL_UID}={uid}"))
-    with contextlib.suppress(Exception):
-        for net in engine.networks(f"{LABEL_UID}={uid}"):
-            engine.remove_network(net)
+def remove_job(engine: Engine, uid: str, timeout: float, *, network: bool = True) -> list[str]:
+    """Remove every container (and with ``network``, every network) of job ``uid`` and look
+    again until none is left, for at most ``timeout`` seconds: a loaded engine can take seconds
+    per call, and one that does not answer must not keep the job from ending. What is still
+    there (or why the engine could not say), each with the command that removes it; empty when
+    everything is gone."""
+    label = f"{LABEL_UID}={uid}"
+    deadline = time.monotonic() + timeout
+    left: list[str] = []
+    while True:
+        left = []
+        try:
+            names = engine.containers(label, timeout=_remaining(deadline))
+            engine.remove(names, timeout=_remaining(deadline))
+            nets = engine.networks(label, timeout=_remaining(deadline)) if network else []
+            for net in nets:
+                engine.remove_network(net, timeout=_remaining(deadline))
+            names = engine.containers(label, timeout=_remaining(deadline))
+            nets = engine.networks(label, timeout=_remaining(deadline)) if network else []
+        except ConfigError as e:  # the engine did not answer, or failed: try again until done
+            left = [f"the job's containers (the engine failed: {e}); remove them with: "
+                    f"{engine.command} rm --force $({engine.command} ps --all --quiet "
+                    f"--filter label={label})"]  # fmt: skip
+        else:
+            base = engine.command
+            left = [f"container {n} ({base} rm --force {n})" for n in names]
+            left += [f"network {n} ({base} network rm {n})" for n in nets]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.5)
+
+
+def _remaining(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic())
+
+
+def clean_up_job(settings: ContainerSettings, uid: str) -> list[str]:
+    """Remove every container and network of job ``uid`` (its supervisor could not); what is
+    still there (:func:`remove_job`)."""
+    return remove_job(Engine(settings.engine, settings.host), uid, CLOSE_TIMEOUT)
