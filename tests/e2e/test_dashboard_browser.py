@@ -43,13 +43,19 @@ pytestmark = pytest.mark.e2e
 
 HOSTILE = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
 
-# A 2-node job that prints a tick every half second for about 8 s, and a line of HTML.
+# A 2-node job that prints a tick every half second for about 8 s, and a line of HTML, then
+# waits for the file $GO (the test makes it once it has seen the job Running in the browser: a
+# fixed 8 s job could end while a loaded machine's browser still opens the job's page; bounded).
 TICKS = f"""
 import os, time
 print({HOSTILE!r}, flush=True)
 for step in range(16):
     print(f"tick {{step}} node {{os.environ['INDEX']}}", flush=True)
     time.sleep(0.5)
+for _ in range(3000):
+    if os.path.exists(os.environ["GO"]):
+        break
+    time.sleep(0.1)
 print("done", flush=True)
 """
 
@@ -93,7 +99,9 @@ def test_a_running_job_in_the_browser(
     assert jobs.locator("tr[data-key]").count() == 0
 
     ex.submit(
-        local_jobs.trainjob("ticks", TICKS, nodes=2), [local_jobs.runtime()], cwd=str(tmp_path)
+        local_jobs.trainjob("ticks", TICKS, nodes=2, env={"GO": str(tmp_path / "go")}),
+        [local_jobs.runtime()],
+        cwd=str(tmp_path),
     )
     key = "default/ticks"
     until("the job's row", lambda: jobs.locator(f"tr[data-key='{key}']").count() == 1, 30)
@@ -113,6 +121,7 @@ def test_a_running_job_in_the_browser(
     assert phases_on(page)[0] == "Created"
     title = segments.last.get_attribute("title", timeout=2000) or ""
     assert title.endswith(", ongoing (AllTrainerPodsRunning: 2 pod(s))"), title
+    (tmp_path / "go").touch()  # the job may end now
     until(
         "Complete on the job's page",
         lambda: page.locator("#head [data-phase='Complete']").count() == 1,
@@ -160,23 +169,28 @@ def test_a_running_job_in_the_browser(
 REPORTS = 4
 # Node 0 reports progress REPORTS times with trainjob.update_trainjob_status (the KEP-2779
 # endpoint its supervisor serves; the helper sends at most one update each 5 s) with a falling
-# loss; node 1 prints ticks for as long.
+# loss; node 1 prints ticks for as long. The last report waits for the file $GO, which the test
+# makes once it has seen the curve part-drawn while the job runs (at 5 s a report, a loaded
+# machine's browser could first draw it after the last one).
 REPORTING = f"""
 import os, time
 import trainjob
 index = int(os.environ["INDEX"])
 reported = step = 0
-while reported < {REPORTS} and step < 100:  # bounded: a job that cannot report still ends
+while reported < {REPORTS} and step < 600:  # bounded: a job that cannot report still ends
     step += 1
     print(f"tick {{step}} node {{index}}", flush=True)
-    if index == 0 and trainjob.update_trainjob_status(
+    go = os.path.exists(os.environ["GO"])
+    if index == 0 and reported == {REPORTS} - 1 and not go:
+        pass
+    elif index == 0 and trainjob.update_trainjob_status(
         progress_percent=int(100 * (reported + 1) / {REPORTS}),
         estimated_remaining_seconds=5 * ({REPORTS} - reported - 1),
         metrics={{"loss": 2.0 / (reported + 1), "step": step, "learning_rate": 1e-4}},
     ):
         reported += 1
         print(f"reported {{reported}} at step {{step}}", flush=True)
-    elif index == 1 and step >= 11 * {REPORTS}:
+    elif index == 1 and step >= 11 * {REPORTS} and go:
         break
     time.sleep(0.5)
 print("done", flush=True)
@@ -196,7 +210,9 @@ def test_the_loss_curve_grows_as_the_job_reports(
     ex = LocalExecutor(home)
     problems: list[str] = []
     ex.submit(
-        local_jobs.trainjob("curves", REPORTING, nodes=2), [local_jobs.runtime()], cwd=str(tmp_path)
+        local_jobs.trainjob("curves", REPORTING, nodes=2, env={"GO": str(tmp_path / "go")}),
+        [local_jobs.runtime()],
+        cwd=str(tmp_path),
     )
     jobs, _ = open_page(browser, dashboard.url + "/", problems)
     page, navigations = open_page(browser, dashboard.url + "/jobs/default/curves", problems)
@@ -207,6 +223,7 @@ def test_the_loss_curve_grows_as_the_job_reports(
     assert ex.state("curves", "default").phase == "Running"
     row = jobs.locator("tr[data-key='default/curves']")
     until("progress on the Jobs page", lambda: row.locator(".bar").count() == 1, 30)
+    (tmp_path / "go").touch()  # the last report may come now
     assert_not_blank(browser, screenshot(jobs, "jobs-progress.png"))
     until("Complete", lambda: page.locator("#head [data-phase='Complete']").count() == 1, 120)
     # ... and grew to every report the job made, the last one its last loss.
