@@ -6,15 +6,19 @@ pod of a cluster, so a slow or hostile client must never delay a normal Admissio
 the process past its memory limit:
 
 * connections are served by one asyncio loop (a stalled one costs a coroutine, not a thread);
-  route functions run on a small pool of :data:`HANDLER_THREADS` threads;
+  route functions run on a small pool of :data:`HANDLER_THREADS` threads, but routes declared
+  ``inline`` (the admission webhooks: computation, from caches) on a small body, which run on
+  the loop and move to a thread only when they must block (:func:`check_inline`): handing each
+  request to a thread and back cost more than the handler under load;
 * TLS is negotiated per connection with the current :attr:`Server.ssl_context` (it can be swapped
   for certificate rotation) within :data:`HANDSHAKE_TIMEOUT`; a request's head and body must then
   arrive within :data:`REQUEST_TIMEOUT` in all (a deadline, not a per-read timeout: one byte every
   few seconds does not keep it open) and an idle kept-alive connection is closed after
   :data:`IDLE_TIMEOUT`;
 * a body needs a valid ``Content-Length`` of at most :data:`MAX_BODY` (negative, malformed or
-  missing with a body: 400/411; chunked: 501; larger: 413, then up to :data:`DRAIN_LIMIT` of it
-  read and dropped, so that the client hears the 413 rather than a reset connection); bodies over
+  missing with a body: 400/411; chunked: 501; larger: 413; after a 413 or a 400 for the length,
+  up to :data:`DRAIN_LIMIT` of the body read and dropped, so that the client hears the answer
+  rather than a reset connection); bodies over
   64 KiB share a budget of :data:`BODY_BUDGET` bytes in flight (read into one buffer each, held
   until answered), so many large requests at once wait their turn;
 * at most :data:`MAX_CONNECTIONS` connections are open; one more evicts the connection that has
@@ -85,6 +89,21 @@ measured +8 MiB of peak RSS; requests here are a few KiB, and a TLS record is at
 asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER  # process-wide: only our servers use it
 
 
+class WouldBlock(Exception):
+    """Raised by an ``inline`` route that finds it needs I/O after all (:func:`check_inline`):
+    the server runs it again from the start on a pool thread."""
+
+
+_inline = threading.local()
+
+
+def check_inline() -> None:
+    """Raise :class:`WouldBlock` when called from a route running inline on the loop (call it
+    before any blocking call: an apiserver request, a file)."""
+    if getattr(_inline, "active", False):
+        raise WouldBlock
+
+
 class _Reject(Exception):
     """A request answered with an error status, after which the connection is closed.
 
@@ -117,8 +136,10 @@ class Server:
         ssl_context: ssl.SSLContext | None = None,
         handler: Handler | None = None,
         max_body: int = MAX_BODY,
+        inline: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         self.routes = routes
+        self.inline = inline
         self.handler = handler
         self.max_body = max_body
         self.name = name
@@ -215,7 +236,8 @@ class Server:
         """Serve one request; whether the connection stays open for another."""
         conn.waiting, conn.since = True, time.monotonic()
         try:
-            first = await asyncio.wait_for(reader.read(1), IDLE_TIMEOUT)
+            async with asyncio.timeout(IDLE_TIMEOUT):  # (wait_for would make a task a request)
+                first = await reader.read(1)
         except TimeoutError:
             return False
         if not first:
@@ -283,7 +305,8 @@ class Server:
                 raise _Reject(411, "Content-Length required")
             return b"", 0
         if not raw.isdigit():  # negative, signed, or not a number
-            raise _Reject(400, f"invalid Content-Length {raw[:40]!r}")
+            # a body of unknown length may be on its way: linger as for a 413
+            raise _Reject(400, f"invalid Content-Length {raw[:40]!r}", unread=DRAIN_LIMIT)
         length = int(raw)
         if length > self.max_body:
             raise _Reject(413, "request body too large", unread=length)
@@ -320,6 +343,19 @@ class Server:
         route = self.routes.get((method, path))
         call: Callable[[], Response]
         if route is not None and method in ("GET", "POST"):
+            if (method, path) in self.inline and len(body) <= SMALL_BODY:
+                # computation on a small body: no hand-over to a thread and back, unless
+                # the route finds it must block (check_inline)
+                _inline.active = True
+                try:
+                    return route(body)
+                except WouldBlock:
+                    pass
+                except Exception:
+                    log.exception("%s: %s %s failed", self.name, method, path)
+                    return 500, "text/plain", b"internal error\n"
+                finally:
+                    _inline.active = False
             call = lambda: route(body)  # noqa: E731
         elif self.handler is not None:
             handler, request = self.handler, Request(method, path, headers, body)
@@ -349,7 +385,8 @@ class Server:
         if close:
             head.append("Connection: close")
         writer.write("\r\n".join([*head, "", ""]).encode("latin-1") + body)
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+        async with asyncio.timeout(WRITE_TIMEOUT):
+            await writer.drain()
 
 
 async def _read_exactly(reader: asyncio.StreamReader, length: int) -> bytes:
@@ -387,8 +424,13 @@ def serve(
     *,
     handler: Handler | None = None,
     max_body: int = MAX_BODY,
+    inline: frozenset[tuple[str, str]] = frozenset(),
 ) -> Server:
     """Bind ``host:port`` (port 0: any free port) and serve ``routes`` in a daemon thread.
+
+    ``inline`` routes are computation that calls :func:`check_inline` before anything that
+    may block: on a body of at most :data:`SMALL_BODY` they run on the loop itself, and again
+    on a pool thread when they raise :class:`WouldBlock`.
 
     A port that cannot be bound (in use, not permitted) is a :class:`ConfigError` naming it."""
     family_host = host or "0.0.0.0"
@@ -398,7 +440,7 @@ def serve(
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         raise ConfigError(f"cannot serve {name} on {family_host}:{port}: {why}") from None
-    server = Server(sock, routes, name, ssl_context, handler, max_body)
+    server = Server(sock, routes, name, ssl_context, handler, max_body, inline)
     log.info("serving %s on %s:%d", name, family_host, server.port)
     return server
 

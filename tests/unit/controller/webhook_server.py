@@ -29,7 +29,12 @@ def main() -> None:
     client: Any = None  # runtime validation never calls the cluster
     hooks = WebhookServer(client, Options(mode="certdir"))
     server = http.serve(
-        "127.0.0.1", 0, hooks.routes(), "webhooks", certs.server_context(bundle.cert, bundle.key)
+        "127.0.0.1",
+        0,
+        hooks.routes(),
+        "webhooks",
+        certs.server_context(bundle.cert, bundle.key),
+        inline=hooks.inline_routes(),
     )
     print(f"PORT {server.port}", flush=True)
     threading.Event().wait()

@@ -36,7 +36,7 @@ from trainjob.api import legacy, validation
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
-from trainjob.controller import runtimes
+from trainjob.controller import http, runtimes
 from trainjob.core import times
 from trainjob.errors import ErrorType, FieldError, GoStruct, InvalidError
 from trainjob.kube import resources as r
@@ -256,6 +256,7 @@ class Admission:
 
     def _priority_class_error(self, name: str) -> str | None:
         """None when the PriorityClass exists, else upstream's reason (the cache's NotFound)."""
+        http.check_inline()
         try:
             self.client.get(r.PRIORITY_CLASSES, name)
         except NotFound:
@@ -273,6 +274,7 @@ class Admission:
         path = "spec.RuntimeRef" if cluster else "spec.runtimeRef"
         try:
             if update:
+                http.check_inline()
                 cm = self.client.get_or_none(r.CONFIGMAPS, runtimes.snapshot_name(obj), ns)
                 if cm is not None:
                     try:
@@ -287,7 +289,10 @@ class Admission:
                         ]
             name = str(ref.get("name", ""))
             cached = self.cached_runtime(resource, ns, name) if self.cached_runtime else None
-            return cached or self.client.get(resource, name, ns), []
+            if cached is not None:
+                return cached, []
+            http.check_inline()
+            return self.client.get(resource, name, ns), []
         except NotFound:
             msg = runtimes.not_found_message(resource, str(ref.get("name", "")))
             # Printed as Go prints the RuntimeRef struct: name, apiGroup, kind.
@@ -308,6 +313,7 @@ class Admission:
         """Patches of a suspended TrainJob may change only while no replicated job is active."""
         if patches_without_time(old) == patches_without_time(new):
             return []
+        http.check_inline()
         jobset = self.client.get_or_none(
             r.JOBSETS, new.metadata.name or "", new.metadata.namespace or "default"
         )

@@ -155,9 +155,17 @@ class WebhookServer:
             out[("POST", path)] = _route(handler)
         return out
 
+    def inline_routes(self) -> frozenset[tuple[str, str]]:
+        """Every admission route: each reads caches and calls :func:`http.check_inline` before
+        an apiserver request, so it runs on the server's loop and moves to a thread only when
+        it must block (a runtime the cache lacks, an update's snapshot)."""
+        return frozenset(self.routes())
+
     def start(self) -> None:
         o = self.options
-        self.server = http.serve(o.host, o.port, self.routes(), "webhooks")
+        self.server = http.serve(
+            o.host, o.port, self.routes(), "webhooks", inline=self.inline_routes()
+        )
         if o.mode == "dev":
             bundle = certs.generate_in_subprocess(["localhost"], [_loopback_ip(o.host)])
             self.ca_bundle = bundle.ca_cert
