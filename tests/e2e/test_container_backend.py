@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,9 +31,11 @@ from tests.e2e import sdk_funcs
 from trainjob import ContainerBackendConfig, CustomTrainer, TrainerClient
 from trainjob.api.load import load_file, parse
 from trainjob.api.trainer import TrainJob
+from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.local import LocalExecutor
 from trainjob.local.containers import ContainerSettings, Mount
+from trainjob.local.supervisor import TEARDOWN_TIMEOUT
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -238,6 +243,94 @@ def test_the_deadline_fails_the_job_once_its_containers_and_network_are_gone(
     s = ex.wait("late", phases={"Failed"}, timeout=TIMEOUT, poll=0.01)  # looked at at once
     assert containers.left_behind(uid) == {}, "nothing is left once it is Failed"
     assert s.reason == "DeadlineExceeded"
+
+
+# A stand-in engine: the real podman, except that it will not remove one job's container. A real
+# engine that cannot remove a container (a busy storage driver, a container stuck in a kernel
+# call, a dead conmon) cannot be made on purpose here, so this wrapper plays it: it runs that
+# container without ``--rm`` (so it stays once it exited), refuses ``rm`` for it, and removes a
+# network only without ``--force`` (podman's --force would remove the container with it), so the
+# network it is attached to stays too, as it would with a real stuck container.
+_STAND_IN = """#!/bin/bash
+# trainjob's tests: podman ({real}), refusing to remove the containers named {stuck}*
+real={real}
+stuck={stuck}
+args=("$@")
+i=0
+while [[ ${{args[i]}} == --log-level || ${{args[i]}} == --url ]]; do i=$((i + 2)); done
+case "${{args[i]}}" in
+run)
+    if [[ " $* " == *" --name $stuck"* && ${{args[i + 1]}} == --rm ]]; then
+        exec "$real" "${{args[@]:0:i+1}}" "${{args[@]:i+2}}"
+    fi ;;
+rm)
+    for a in "${{args[@]:i+1}}"; do
+        if [[ $a == "$stuck"* ]]; then
+            echo "Error: (test stand-in) cannot remove container $a" >&2
+            exit 2
+        fi
+    done ;;
+network)
+    if [[ ${{args[i + 1]}} == rm ]]; then
+        keep=(); for a in "$@"; do [[ $a == --force ]] || keep+=("$a"); done
+        exec "$real" "${{keep[@]}}"
+    fi ;;
+esac
+exec "$real" "$@"
+"""
+
+
+def test_a_container_the_engine_cannot_remove_is_named_and_the_job_ends_all_the_same(
+    tmp_path: Path, py_image: str
+) -> None:
+    """The engine refuses to remove the job's container (a stand-in engine, above): the end is
+    still written, once the bounded removal (60 s) gave up, and a CleanupFailed event names the
+    container and network left and the command that removes each (it does)."""
+    name = f"stuck-{secrets.token_hex(3)}"  # the stand-in's refusal touches no other test's
+    real = shutil.which("podman")
+    assert real is not None
+    engine = tmp_path / "bin" / "podman"  # named podman: the backend speaks podman's CLI to it
+    engine.parent.mkdir()
+    engine.write_text(_STAND_IN.format(real=shlex.quote(real), stuck=f"{name}-node-0-0-"))
+    engine.chmod(0o755)
+    ex = LocalExecutor(tmp_path / "home", runner=ContainerSettings(engine=str(engine)).to_json())
+    ex.apply_runtime(L.runtime(image=py_image))
+    ex.submit(L.trainjob(name, "print('done', flush=True)"))
+    uid = _uid(ex, name)
+    try:
+        s = ex.wait(name, phases={"Complete", "Failed"}, timeout=TIMEOUT + TEARDOWN_TIMEOUT)
+        left = containers.left_behind(uid)
+        assert s.phase == "Complete", s.message
+        assert list(ex.logs(name)) == ["done"]
+        (cleanup,) = [e for e in ex.events(name) if e.reason == "CleanupFailed"]
+        assert cleanup.type == "Warning"
+        assert f"could be removed within {TEARDOWN_TIMEOUT:.0f}s: " in cleanup.message
+        (ctr,) = left.get("containers", [])
+        assert left.get("networks") == [f"trainjob-{uid}"] and "processes" not in left, left
+        # named with the command that removes it: the stand-in's path, as the backend was given it
+        commands = re.findall(r"(?:container|network) (\S+) \(([^)]*)\)", cleanup.message)
+        assert [n for n, _ in commands] == [ctr, f"trainjob-{uid}"], cleanup.message
+        assert commands[0][1] == f"{engine} rm --force {ctr}"
+        assert commands[1][1] == f"{engine} network rm trainjob-{uid}"
+        # the removal was tried for its 60 s from the container's exit, and gave up (the event
+        # is written then, the job's end just after it): bounded, with a wide margin for load
+        (pod,) = s.pods
+        ended, gave_up = times.parse_datetime(pod.finished), times.parse_datetime(cleanup.timestamp)
+        assert ended is not None and gave_up is not None
+        waited = (gave_up - ended).total_seconds()
+        assert TEARDOWN_TIMEOUT - 2 <= waited <= TEARDOWN_TIMEOUT + 60, (waited, s.pods)
+        for _, command in commands:  # the named commands, with the real engine, remove what is left
+            argv = shlex.split(command)
+            assert argv[0] == str(engine)
+            subprocess.run([real, *argv[1:]], capture_output=True, timeout=120, check=True)
+    finally:  # whatever happened above, the real engine removes what the stand-in kept
+        label = f"label=trainjob.local/uid={uid}"
+        for kept in containers.podman("ps", "-aq", "--filter", label, check=False).stdout.split():
+            containers.podman("rm", "--force", kept, check=False)
+        containers.podman("network", "rm", "--force", f"trainjob-{uid}", check=False)
+    assert containers.left_behind(uid) == {}
+    ex.delete(name)  # nothing left to remove: at once
+    assert not ex.exists(name)
 
 
 def test_limits_are_the_containers_limits(ex: LocalExecutor) -> None:
