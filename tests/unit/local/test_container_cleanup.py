@@ -19,15 +19,17 @@ from trainjob.local.containers.runner import remove_job
 
 # The fake engine: `ps`/`network ls` list what the state file holds (for the job's label);
 # `rm`/`network rm` remove it, except names in "sticky" (an engine that keeps them) and, while
-# "fail_calls" > 0, every call fails (an engine in trouble, then well again).
+# "fail_calls" > 0, every call fails (an engine in trouble, then well again); after "fail_after"
+# calls, every call fails (an engine well, then in trouble).
 FAKE = """#!{python}
 import json, sys
 path = {state!r}
 state = json.load(open(path))
 args = [a for a in sys.argv[1:] if a not in ("--log-level", "error")]
 state["calls"].append(args)
-if state["fail_calls"] > 0:
-    state["fail_calls"] -= 1
+failing = state["fail_after"] is not None and len(state["calls"]) > state["fail_after"]
+if state["fail_calls"] > 0 or failing:
+    state["fail_calls"] = max(0, state["fail_calls"] - 1)
     json.dump(state, open(path, "w"))
     print("Error: the engine is busy", file=sys.stderr)
     sys.exit(125)
@@ -45,7 +47,14 @@ json.dump(state, open(path, "w"))
 
 def _engine(tmp_path: Path, **state: object) -> tuple[Engine, Path]:
     path = tmp_path / "state.json"
-    full = {"containers": [], "networks": [], "sticky": [], "fail_calls": 0, "calls": []}
+    full = {
+        "containers": [],
+        "networks": [],
+        "sticky": [],
+        "fail_calls": 0,
+        "fail_after": None,
+        "calls": [],
+    }
     full.update(state)
     path.write_text(json.dumps(full))
     fake = tmp_path / "bin" / "podman"
@@ -96,3 +105,15 @@ def test_an_engine_that_never_answers_well_is_said_so(tmp_path: Path) -> None:
     (left,) = remove_job(engine, "u", timeout=2)
     assert "the engine failed" in left and "the engine is busy" in left
     assert "--filter label=trainjob.local/uid=u" in left, "the command that removes them"
+
+
+def test_what_an_earlier_look_named_is_said_when_the_last_looks_fail(tmp_path: Path) -> None:
+    """A loaded engine's last calls get what is left of the bound (a second) and can time out:
+    the containers it named before are still named, each with its command."""
+    engine, path = _engine(
+        tmp_path, containers=["a-node-0"], networks=["trainjob-u"], sticky=["a-node-0"],
+        fail_after=6,
+    )  # fmt: skip
+    left = remove_job(engine, "u", timeout=8)  # the first look's 6 calls fit in it under load
+    assert left == [f"container a-node-0 ({engine.command} rm --force a-node-0)"]
+    assert len(_state(path)["calls"]) > 6, "it looked again, and the engine failed then"

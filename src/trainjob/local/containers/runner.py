@@ -297,6 +297,7 @@ def remove_job(engine: Engine, uid: str, timeout: float, *, network: bool = True
     label = f"{LABEL_UID}={uid}"
     deadline = time.monotonic() + timeout
     left: list[str] = []
+    named: list[str] = []  # what the engine's last whole answer named
     while True:
         left = []
         try:
@@ -308,13 +309,16 @@ def remove_job(engine: Engine, uid: str, timeout: float, *, network: bool = True
             names = engine.containers(label, timeout=_remaining(deadline))
             nets = engine.networks(label, timeout=_remaining(deadline)) if network else []
         except ConfigError as e:  # the engine did not answer, or failed: try again until done
-            left = [f"the job's containers (the engine failed: {e}); remove them with: "
-                    f"{engine.command} rm --force $({engine.command} ps --all --quiet "
-                    f"--filter label={label})"]  # fmt: skip
+            # what an earlier look named, if one did (a loaded engine's last calls get the
+            # little time left and can time out), else the command that finds and removes them
+            left = named or [f"the job's containers (the engine failed: {e}); remove them with: "
+                             f"{engine.command} rm --force $({engine.command} ps --all --quiet "
+                             f"--filter label={label})"]  # fmt: skip
         else:
             base = engine.command
             left = [f"container {n} ({base} rm --force {n})" for n in names]
             left += [f"network {n} ({base} network rm {n})" for n in nets]
+            named = left
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.5)
