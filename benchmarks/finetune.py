@@ -26,19 +26,27 @@ constant, no weight decay), gradient clipping (max norm 1.0: TRL's default) and 
   launchers on this machine, gloo), half the batch and half the threads on each: the same
   tokens per step as 1 node. Its ratio (marked ``*``) is over trainjob on 1 node.
 
-trainjob and trl both run TRL's SFTTrainer with what it computes every step (entropy and token
-accuracy, the sync for logging each step here), so those two are like for like; hf is the floor
-without them. The step-1 losses printed must agree (same weights, same tokens): a check that the
-engines train the same thing.
+Like for like: gradient checkpointing is off in every engine (TRL's SFTConfig turns it on by
+default: ``--gradient_checkpointing=False`` here for trainjob and trl; torchtune's config and the
+plain loop have it off). TRL's own script computes its fused LM head and per-step entropy and
+token accuracy every micro-batch; trainjob's ``trl sft`` on the CPU takes the same loss from
+the model's logits and computes those metrics on logging steps only (every step here:
+``--logging_steps=1``); the plain loop and torchtune compute neither. The step-1 losses printed
+must agree (same weights, same tokens): a check that the engines train the same thing.
 
 Modes: full, lora, dora (LoRA r 16, alpha 32, dropout 0.05 on q_proj and v_proj), qlora
 (``--load_in_4bit``, bitsandbytes' CPU backend; not in the default set: slow here).
 
 Each engine runs in its own process; this script timestamps its stdout lines (PYTHONUNBUFFERED):
 time to first step is from starting the process to its first step line, tokens/s is
-``(steps - 1) x batch x seq`` over the time from the first to the last step line, peak RSS is the
-process's ``ru_maxrss`` (``os.wait4``). Rows are all the same length, so real and padded tokens
-are equal here. The ratio column is trainjob's tokens/s over the fastest peer's (target >= 1.0).
+``(steps - 1) x batch x seq`` over the time from the first to the last step line, tokens per CPU
+second the same tokens over the user + system CPU time the engine's processes (and their
+children) spent between those lines (``/proc/PID/stat``): on a shared machine the wall clock
+measures the neighbours, a step's CPU time much less so. Peak RSS is the process's
+``ru_maxrss`` (``os.wait4``). Rows are all the same length, so real and padded tokens are equal
+here. The ratio columns are trainjob's over the fastest peer's (target >= 1.0). On a loaded
+2-core machine use ``--threads 1``: two OpenMP threads there wait for each other to be
+scheduled (a LoRA step measured 5-9 s with 2 threads, 0.6 s with 1, back to back).
 Medians over ``--repeat`` rounds, engines alternating within each round.
 
     .venv/bin/python benchmarks/finetune.py [--modes full lora dora] [--steps 12] [--batch 4]
