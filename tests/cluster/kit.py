@@ -21,6 +21,12 @@ API_VERSION = "trainer.kubeflow.org/v1alpha1"
 OUTCOME = "trainjob-testenv/outcome"
 RUN_FOR = "trainjob-testenv/run-for"
 FAIL_ATTEMPTS = "trainjob-testenv/fail-attempts"
+# How long a pod is Running before its outcome where a test asserts something while the pods run
+# (both Running, the Running condition, suspended mid-run, a second job held while the first
+# runs, a page showing Running): the JobSet, Job, TrainJob and Kueue controllers, the scheduler
+# and the test's own polls each lag seconds on a loaded CI machine (load 10+), and a few seconds'
+# run could end before the test looked.
+RUNNING = "25s"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 

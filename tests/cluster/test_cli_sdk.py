@@ -140,7 +140,7 @@ def test_the_sdk_trains_waits_lists_and_deletes_on_the_cluster(cluster: Cluster,
                             template=options.JobTemplatePatch(
                                 spec=options.JobSpecPatch(
                                     template=options.PodTemplatePatch(
-                                        metadata={"annotations": {kit.RUN_FOR: "5s"}}
+                                        metadata={"annotations": {kit.RUN_FOR: kit.RUNNING}}
                                     )
                                 )
                             ),

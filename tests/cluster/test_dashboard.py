@@ -67,7 +67,9 @@ def test_the_pages_on_the_whole_cluster(
         jobs.goto(d.url + "/?namespace=" + ns)
         jobs.locator("#count").wait_for()
 
-        kube.create(r.TRAINJOBS, kit.trainjob("web", num_nodes=2, pods={kit.RUN_FOR: "15s"}), ns)
+        kube.create(
+            r.TRAINJOBS, kit.trainjob("web", num_nodes=2, pods={kit.RUN_FOR: kit.RUNNING}), ns
+        )
         row = jobs.locator(f"tr[data-key='{ns}/web']")
         until("the job's row", lambda: row.count() == 1, 60)
         assert row.locator("td.ns").text_content() == ns

@@ -110,7 +110,7 @@ def queued(name: str, cpu: str = "2") -> kit.Obj:
         num_nodes=2,
         labels={QUEUE_LABEL: "lq"},
         resources={"cpu": cpu, "memory": "1Gi"},
-        pods={kit.RUN_FOR: "4s"},
+        pods={kit.RUN_FOR: kit.RUNNING},
     )
 
 

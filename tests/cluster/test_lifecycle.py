@@ -42,7 +42,7 @@ def test_a_trainjob_runs_to_complete_through_jobset_jobs_and_pods(
     cluster: Cluster, ns: str
 ) -> None:
     kube = cluster.kube
-    kube.create(r.TRAINJOBS, kit.trainjob("ddp", num_nodes=2, pods={kit.RUN_FOR: "3s"}), ns)
+    kube.create(r.TRAINJOBS, kit.trainjob("ddp", num_nodes=2, pods={kit.RUN_FOR: kit.RUNNING}), ns)
     watch = kit.PodWatcher(kube, "ddp", ns)
     watch.until(
         lambda ps: len(ps) == 2 and all(p["status"].get("phase") == "Running" for p in ps),
@@ -63,7 +63,7 @@ def test_a_trainjob_runs_to_complete_through_jobset_jobs_and_pods(
     assert done["reason"] == "AllJobsCompleted", done
     final = watch.poll()
     assert sorted(p["status"]["phase"] for p in final) == ["Succeeded", "Succeeded"]
-    for pod in final:  # each pod went Running, then Succeeded (KWOK's stages, 3 s apart)
+    for pod in final:  # each pod went Running, then Succeeded (KWOK's stages, kit.RUNNING apart)
         seen = watch.phases_of(pod["metadata"]["name"])
         assert "Running" in seen and seen[-1] == "Succeeded", watch.seen
     tj = kit.get_trainjob(kube, "ddp", ns)
@@ -132,7 +132,7 @@ def test_suspend_stops_the_pods_and_resume_runs_the_job_to_complete(
         {
             "spec": {
                 "suspend": False,
-                "runtimePatches": [kit.pod_annotations_patch({kit.RUN_FOR: "6s"})],
+                "runtimePatches": [kit.pod_annotations_patch({kit.RUN_FOR: kit.RUNNING})],
             }
         },
         ns,

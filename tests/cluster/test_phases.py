@@ -50,7 +50,9 @@ def test_queued_then_running_after_the_resume_then_upstreams_conditions(
 ) -> None:
     kube = cluster.kube
     kube.create(
-        r.TRAINJOBS, kit.trainjob("life", num_nodes=2, suspend=True, pods={kit.RUN_FOR: "4s"}), ns
+        r.TRAINJOBS,
+        kit.trainjob("life", num_nodes=2, suspend=True, pods={kit.RUN_FOR: kit.RUNNING}),
+        ns,
     )
     wait_for(
         lambda: [c["type"] for c in _conditions(cluster, "life", ns)] == ["Suspended", "Queued"],
@@ -59,7 +61,7 @@ def test_queued_then_running_after_the_resume_then_upstreams_conditions(
     )
     kube.patch(r.TRAINJOBS, "life", {"spec": {"suspend": False}}, ns)
     seen = _watch(cluster, "life", ns, "Complete")
-    # the pods ran (KWOK: Running, then Succeeded 4 s later): Running while both ran, written
+    # the pods ran (KWOK: Running, then Succeeded kit.RUNNING later): Running while both ran, written
     # because the resumed TrainJob has Suspended=False (upstream shows only that meanwhile)
     assert "Running/AllTrainerPodsRunning" in seen, seen
     assert seen[0] in ("Queued/Suspended", "-") and seen[-1] == "-", seen

@@ -69,7 +69,7 @@ def test_the_fake_nodes_are_ready_with_cpu_and_gpu_capacity(cluster: Cluster) ->
 
 def test_pods_run_and_end_as_their_annotations_say(cluster: Cluster, ns: str) -> None:
     kube = cluster.kube
-    kube.create(r.PODS, bare_pod("ok", {kit.RUN_FOR: "2s"}), ns)
+    kube.create(r.PODS, bare_pod("ok", {kit.RUN_FOR: kit.RUNNING}), ns)
     kube.create(
         r.PODS, bare_pod("bad", {kit.OUTCOME: "Failed", "trainjob-testenv/exit-code": "3"}), ns
     )
@@ -78,7 +78,7 @@ def test_pods_run_and_end_as_their_annotations_say(cluster: Cluster, ns: str) ->
     ok = kube.get(r.PODS, "ok", ns)
     assert ok["spec"]["nodeName"].startswith("kwok-")  # bound by kube-scheduler
     assert ok["status"]["podIP"].startswith("10.244.")
-    wait_for(lambda: phase(cluster, "ok", ns) == "Succeeded", what="ok Succeeded")
+    wait_for(lambda: phase(cluster, "ok", ns) == "Succeeded", timeout=120, what="ok Succeeded")
     wait_for(lambda: phase(cluster, "bad", ns) == "Failed", what="bad Failed")
     (state,) = kube.get(r.PODS, "bad", ns)["status"]["containerStatuses"]
     assert state["state"]["terminated"]["exitCode"] == 3
