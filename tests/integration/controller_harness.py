@@ -135,12 +135,14 @@ def start_controller(
 
 def wait_for(
     fn: Callable[[], T | Literal[False] | None],
-    timeout: float = 30,
+    timeout: float = 60,
     interval: float = 0.1,
     what: str = "condition",
 ) -> T:
     """Poll ``fn`` until it returns something truthy (that value, no longer Optional); fail
-    with ``what`` after ``timeout``."""
+    with ``what`` after ``timeout``. The default is generous (60 s; 30 s before): CI's 2 cores
+    run the tiers in parallel at load 10+, where a controller's reconcile, a watch's relist or a
+    CLI's start can take many seconds; a deadline only bounds a failure's wait."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:

@@ -155,7 +155,7 @@ def test_run_get_describe_suspend_resume_delete_on_the_cluster(
     assert ran.stdout.splitlines() == ["trainjob.trainer.kubeflow.org/ddp created"]
     stored = kube.get(r.TRAINJOBS, "ddp", namespace)
     assert stored["spec"]["trainer"]["numNodes"] == 2
-    wait_for(lambda: kube.get_or_none(r.JOBSETS, "ddp", namespace), timeout=30, what="JobSet")
+    wait_for(lambda: kube.get_or_none(r.JOBSETS, "ddp", namespace), timeout=90, what="JobSet")
 
     again = cli(control_plane, "run", "-f", str(job), "-n", namespace)
     assert again.returncode == 1
@@ -220,7 +220,7 @@ def test_run_get_describe_suspend_resume_delete_on_the_cluster(
     assert deleted.stdout.strip() == "trainjob.trainer.kubeflow.org/ddp deleted"
     wait_for(
         lambda: kube.get_or_none(r.TRAINJOBS, "ddp", namespace) is None or None,
-        timeout=30,
+        timeout=90,
         what="deletion",
     )
 
@@ -271,7 +271,7 @@ def test_run_wait_ends_with_the_cluster_s_verdict(
         env=env,
     )
     try:
-        wait_for(lambda: kube.get_or_none(r.JOBSETS, "waited", namespace), 30, what="JobSet")
+        wait_for(lambda: kube.get_or_none(r.JOBSETS, "waited", namespace), 90, what="JobSet")
         make_pod(kube, namespace, "waited", 0, "Failed", exit_code=2)
         fail_jobset(kube, "waited", namespace)
         stdout, stderr = proc.communicate(timeout=60)
@@ -344,10 +344,10 @@ def test_run_follow_of_a_job_that_fails_before_any_pod_ends_with_the_reason(
     reader = threading.Thread(target=lambda: said.extend(proc.stderr or ()), daemon=True)
     reader.start()
     try:
-        wait_for(lambda: kube.get_or_none(r.JOBSETS, "nopods", namespace), 30, what="JobSet")
+        wait_for(lambda: kube.get_or_none(r.JOBSETS, "nopods", namespace), 90, what="JobSet")
         # the JobSet fails once the CLI has shown the job's progress while no pod exists (else
         # its first look may already see Failed)
-        wait_for(lambda: any("nopods: Created" in line for line in said), 30, what="progress")
+        wait_for(lambda: any("nopods: Created" in line for line in said), 90, what="progress")
         fail_jobset(kube, "nopods", namespace)
         stdout = proc.stdout.read() if proc.stdout else ""
         proc.wait(timeout=60)
@@ -404,7 +404,7 @@ def test_kubectl_habits_on_the_cluster(
         files[name].write_text(LABELLED.format(name=name, team=team, suspend="true"))
         assert ok("apply", "-f", str(files[name])) == f"{RESOURCE}/{name} created\n"
     assert ok("apply", "-f", str(files["a"])) == f"{RESOURCE}/a unchanged\n"
-    wait_for(lambda: kube.get_or_none(r.JOBSETS, "a", namespace), timeout=30, what="JobSet")
+    wait_for(lambda: kube.get_or_none(r.JOBSETS, "a", namespace), timeout=90, what="JobSet")
     files["a"].write_text(LABELLED.format(name="a", team="infra", suspend="false"))
     assert ok("apply", "-f", str(files["a"])) == f"{RESOURCE}/a configured\n"
     assert kube.get(r.TRAINJOBS, "a", namespace)["spec"]["suspend"] is False
@@ -429,5 +429,5 @@ def test_kubectl_habits_on_the_cluster(
     assert ok("delete", "-f", str(files["b"])) == f"{RESOURCE}/b deleted\n"
     assert ok("delete", "--all") == f"{RESOURCE}/c deleted\n"
     wait_for(
-        lambda: not kube.list(r.TRAINJOBS, namespace)["items"], timeout=30, what="no TrainJobs"
+        lambda: not kube.list(r.TRAINJOBS, namespace)["items"], timeout=90, what="no TrainJobs"
     )

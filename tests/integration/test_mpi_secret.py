@@ -314,7 +314,7 @@ def test_secrets_are_watched_as_metadata_only_and_a_deleted_one_comes_back(
 
         kube.delete(r.SECRETS, name, namespace)
         again = wait_for(
-            lambda: kube.get_or_none(r.SECRETS, name, namespace), timeout=15, what="remade"
+            lambda: kube.get_or_none(r.SECRETS, name, namespace), timeout=60, what="remade"
         )
         assert again["metadata"]["uid"] != first["metadata"]["uid"]
         assert again["data"]["ssh-privatekey"] != first["data"]["ssh-privatekey"]
