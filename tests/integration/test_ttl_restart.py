@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
 
-TTL = 10
-DOWN = 6  # the controller is away from just after the completion until DOWN s later
+# The first controller must be stopped before the TTL ends (else it deletes the TrainJob itself
+# and "no controller ran" fails): its completionTime write and its stop take seconds on a loaded
+# CI machine, so the TTL leaves it 20 s (10 was tight), and the second starts DOWN s after.
+TTL = 20
+DOWN = 12  # the controller is away from just after the completion until DOWN s later
 
 
 def test_a_restarted_controller_deletes_a_finished_trainjob_on_time(
