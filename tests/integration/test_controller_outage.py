@@ -36,6 +36,7 @@ class FlakyProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.down = threading.Event()
+        self.cut = threading.Event()  # set once an outage dropped the connections it had
         self.conns: set[socket.socket] = set()
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -67,7 +68,8 @@ class FlakyProxy:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
 
-    def outage(self, seconds: float) -> None:
+    def outage(self, seconds: float, until: threading.Event | None = None) -> None:
+        """Down for ``seconds``, and then until ``until`` is set (at most 120 s more)."""
         self.down.set()
         with self.lock:
             conns, self.conns = self.conns, set()
@@ -75,7 +77,11 @@ class FlakyProxy:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
             s.close()
+        self.cut.set()
         time.sleep(seconds)
+        if until is not None:
+            until.wait(120)
+        self.cut.clear()
         self.down.clear()
 
     def close(self) -> None:
@@ -98,15 +104,22 @@ def test_the_controller_rides_out_an_apiserver_outage(
         kube.create(r.TRAINJOBS, trainjob("before", namespace))
         wait_for(lambda: kube.get_or_none(r.JOBSETS, "before", namespace), what="first JobSet")
 
-        outage = threading.Thread(target=proxy.outage, args=(6.0,))
+        # The outage lasts until the check below is done (a fixed 6 s could end first when a
+        # loaded machine makes the five creates slow: then the JobSets may rightly exist).
+        checked = threading.Event()
+        outage = threading.Thread(target=proxy.outage, args=(6.0, checked))
         outage.start()
-        time.sleep(0.5)
+        wait_for(proxy.cut.is_set, what="the outage's start")
         names = [f"during-{i}" for i in range(5)]
-        for n in names:
-            kube.create(r.TRAINJOBS, trainjob(n, namespace))
-        time.sleep(2)
-        assert all(kube.get_or_none(r.JOBSETS, n, namespace) is None for n in names)
-        outage.join()
+        try:
+            for n in names:
+                kube.create(r.TRAINJOBS, trainjob(n, namespace))
+            time.sleep(2)  # the controller, cut off, makes nothing meanwhile
+            made = [n for n in names if kube.get_or_none(r.JOBSETS, n, namespace) is not None]
+            assert made == [], f"JobSets made while the apiserver was away: {made}"
+        finally:
+            checked.set()
+            outage.join()
 
         for n in names:
             wait_for(
