@@ -369,8 +369,12 @@ class LocalExecutor(Executor):
             self._await_phase(row, value)
         return self.get(name, namespace)
 
-    def _await_phase(self, row: JobRow, suspend: bool, timeout: float = 10.0) -> None:
-        """Wait for the supervisor to act on a suspend/resume (so callers see the new phase)."""
+    def _await_phase(self, row: JobRow, suspend: bool, timeout: float = 60.0) -> None:
+        """Wait for the supervisor to act on a suspend/resume (so callers see the new phase).
+        Generous (60 s; 10 s before): pods that ignore SIGTERM get a grace period, then the
+        supervisor removes every process and container before it writes Suspended, which a
+        loaded machine can make take well over 10 s; it returns as soon as the phase changes,
+        the job finishes or its supervisor is found dead."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             cur = self._check_alive(self.store.job(row.namespace, row.name) or row)
