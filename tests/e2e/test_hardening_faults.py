@@ -22,6 +22,7 @@ from tests.e2e import local_jobs as L
 from tests.e2e.hostile_jobs import CLEARED_POD, ROLES
 
 from trainjob.local import LocalExecutor, logfiles, procs, ptree
+from trainjob.local import home as homes
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 90.0
@@ -72,12 +73,19 @@ def test_a_killed_supervisor_leaves_no_daemon_without_the_mark(
 ) -> None:
     ex.submit(L.trainjob("unmarked", CLEARED_POD, nodes=2), cwd=str(tmp_path))
     found = _started(ex, "unmarked")
-    assert len(_without_mark(found)) == 2  # each pod's daemon: only the record knows it
-    time.sleep(1.5)  # the supervisor looks at its pods' trees every half second
+    unmarked = _without_mark(found)
+    assert len(unmarked) == 2  # each pod's daemon: only the record knows it
+    # the supervisor looks at its pods' trees every half second and records them: wait for the
+    # record to name both daemons (a fixed 1.5 s could come before a loaded supervisor's look)
+    record = homes.processes_file(ex.home, "default", "unmarked")
+    deadline = time.monotonic() + TIMEOUT
+    while not all(pid in (known := ptree.recorded(record)) for pid in unmarked):
+        assert time.monotonic() < deadline, f"the record never named {unmarked}: {known}"
+        time.sleep(0.1)
     row = ex.store.job("default", "unmarked")
     assert row is not None and row.supervisor_pid
     os.kill(row.supervisor_pid, signal.SIGKILL)
-    procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=10)
+    assert procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=60)
     state = ex.state("unmarked")  # a reader notices the dead supervisor and ends its processes
     assert (state.phase, state.reason) == ("Failed", "SupervisorDied")
     left = [pid for pid, token in found.items() if procs.start_time(pid) == token]

@@ -123,7 +123,9 @@ def test_delete_ends_every_process_of_the_job(ex: LocalExecutor, tmp_path: Path)
 
 
 def test_the_deadline_ends_every_process_of_the_job(ex: LocalExecutor, tmp_path: Path) -> None:
-    ex.submit(L.trainjob("late", POD, nodes=2, activeDeadlineSeconds=6), cwd=str(tmp_path))
+    # 20 s: every process of both pods must have started (and printed its pid) before the
+    # deadline ends them; a loaded machine took seconds to start each pod's python processes
+    ex.submit(L.trainjob("late", POD, nodes=2, activeDeadlineSeconds=20), cwd=str(tmp_path))
     found, uid = _started(ex, "late"), _uid(ex, "late")
     state = ex.wait("late", phases={"Failed"}, timeout=TIMEOUT, poll=0.001)
     assert _survivors(found, uid) == []
@@ -145,7 +147,7 @@ def test_a_killed_supervisor_leaves_nothing_running(ex: LocalExecutor, tmp_path:
     row = ex.store.job("default", "orphaned")
     assert row is not None and row.supervisor_pid
     os.kill(row.supervisor_pid, signal.SIGKILL)
-    procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=10)
+    assert procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=60)
     state = ex.state("orphaned")  # a reader notices the dead supervisor and ends its processes
     assert (state.phase, state.reason) == ("Failed", "SupervisorDied")
     assert _survivors(found, uid) == []
