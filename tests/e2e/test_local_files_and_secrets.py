@@ -105,7 +105,7 @@ def test_a_store_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
 def train_with_a_token(token: str) -> None:
     import time
 
-    time.sleep(4)
+    time.sleep(10)  # Running long enough for the test's poll (a /proc scan each) to see it
     print("trained with a token of", len(token), "characters")
 
 
@@ -188,7 +188,7 @@ def test_the_pods_of_a_dead_supervisor_are_not_ready(tmp_path: Path) -> None:
     row = ex.store.job("default", "orphaned")
     assert row is not None and row.supervisor_pid
     os.kill(row.supervisor_pid, signal.SIGKILL)
-    procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=10)
+    assert procs.wait_gone(row.supervisor_pid, row.supervisor_start, timeout=60)
     state = ex.state("orphaned")  # a reader notices the dead supervisor
     assert (state.phase, state.reason) == ("Failed", "SupervisorDied")
     assert [(p.phase, p.ready) for p in state.pods] == [("Failed", False)] * 2
