@@ -45,9 +45,11 @@ def _watch(ex: LocalExecutor, name: str, until: Callable[[], bool]) -> Seen:
 
 def test_queued_initializing_running_then_upstreams_conditions_only(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
-    ex.apply_runtime(L.runtime("with-init", initializer="import time; time.sleep(2)"))
+    # Each phase lasts seconds (a poll every 0.05 s must see it even when a loaded machine
+    # starts the 2 trainer processes seconds apart: Running holds only while both run).
+    ex.apply_runtime(L.runtime("with-init", initializer="import time; time.sleep(5)"))
     job = L.trainjob(
-        "life", "import time; time.sleep(3)", runtime="with-init", nodes=2, suspend=True
+        "life", "import time; time.sleep(8)", runtime="with-init", nodes=2, suspend=True
     )
     ex.submit(job, cwd=str(tmp_path))
     queued = _watch(ex, "life", lambda: phases.current(_conditions(ex, "life")) is not None)
@@ -112,7 +114,8 @@ def _warmup_runtime() -> ClusterTrainingRuntime:
                     "spec": {
                         "failurePolicy": {"maxRestarts": 1},
                         "replicatedJobs": [
-                            rj("warmup", "import time; time.sleep(1.5)"),
+                            # 4 s: Restarting holds while it runs again (a poll sees it)
+                            rj("warmup", "import time; time.sleep(4)"),
                             rj(
                                 "node",
                                 "import time; time.sleep(1); raise SystemExit(3)",
