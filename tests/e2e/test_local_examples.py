@@ -103,7 +103,10 @@ def _cli(home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_the_cli_runs_lists_describes_logs_and_deletes_a_job(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(L.runtime().to_dict()))
-    job = L.trainjob("cli-job", "import os; print('hello from', os.environ['INDEX'])", nodes=2)
+    # 5 s: --wait's first look must find the job unfinished to print a progress line (an instant
+    # job could be Complete before a loaded machine's CLI first looked; then it prints none)
+    code = "import os, time; time.sleep(5); print('hello from', os.environ['INDEX'])"
+    job = L.trainjob("cli-job", code, nodes=2)
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.to_dict()))
 
     run = _cli(home, "run", "-f", "job.yaml", "-f", "runtime.yaml", "--wait", cwd=tmp_path)
