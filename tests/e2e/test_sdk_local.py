@@ -117,7 +117,9 @@ def test_two_node_custom_trainer_runs_torch_distributed(client: TrainerClient) -
 def test_follow_yields_lines_as_they_are_written(client: TrainerClient) -> None:
     name = client.train(
         runtime="plain-python",
-        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 3, "pause": 1.5}),
+        # 3 s apart: the first line must arrive before the last is written, however slow a
+        # loaded machine's follower is to look
+        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 3, "pause": 3.0}),
     )
     arrivals = []
     for line in client.get_job_logs(name, follow=True):
@@ -127,7 +129,10 @@ def test_follow_yields_lines_as_they_are_written(client: TrainerClient) -> None:
     # lines arrive as they are printed: the first before the last one is even written
     written = [float(ln.split(" at ")[1]) for _, ln in arrivals]
     assert arrivals[0][0] < written[2]
-    assert client.get_job(name).status == "Complete"
+    # The follow ends with the pod's log (the pod Succeeded); the job's Complete comes once its
+    # supervisor removed everything the job started, a moment later: waited for, not read at once
+    done = client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert done.status == "Complete"
 
 
 def test_a_failed_job_raises_at_once_and_is_listed_as_failed(client: TrainerClient) -> None:
@@ -177,7 +182,9 @@ def test_options_name_and_labels_and_waiting_for_running(client: TrainerClient) 
     name = client.train(
         runtime="plain-python",
         options=[Name("my-named-job"), Labels({"team": "ml"})],
-        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 4, "pause": 1.0}),
+        # a minute of lines (deleted once seen Running): a 4 s run could end between two of
+        # wait_for_job_status's 1 s polls on a loaded machine, which then never sees Running
+        trainer=CustomTrainer(func=f.slow_lines, func_args={"n": 60, "pause": 1.0}),
     )
     assert name == "my-named-job"
     assert client.backend.executor.get(name).metadata.labels == {"team": "ml"}  # type: ignore[attr-defined]
