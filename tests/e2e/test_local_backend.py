@@ -139,7 +139,10 @@ def test_active_deadline_fails_the_job_and_stops_its_processes(
     ex: LocalExecutor, tmp_path: Path
 ) -> None:
     code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(600)"
-    ex.submit(L.trainjob("slow", code, activeDeadlineSeconds=2), cwd=str(tmp_path))
+    # 10 s: the worker must have started (its pid file) before the deadline fails the job; a
+    # loaded machine's python can take over 2 s to start
+    ex.submit(L.trainjob("slow", code, activeDeadlineSeconds=10), cwd=str(tmp_path))
+    _wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text(), what="pid")
     s = ex.wait("slow", phases={"Failed"}, timeout=TIMEOUT)
     assert (s.reason, s.message) == ("DeadlineExceeded", "TrainJob exceeded its active deadline")
     assert _conditions(ex, "slow")["Failed"] == (
@@ -148,7 +151,7 @@ def test_active_deadline_fails_the_job_and_stops_its_processes(
         "TrainJob exceeded its active deadline",
     )
     pid = int((tmp_path / "pid").read_text())
-    _wait_for(lambda: not _pid_alive(pid), 10, "the worker to exit")
+    _wait_for(lambda: not _pid_alive(pid), 60, "the worker to exit")
 
 
 def test_delete_cancels_a_running_job(ex: LocalExecutor, tmp_path: Path) -> None:
@@ -186,7 +189,7 @@ def test_suspend_stops_the_pods_and_resume_starts_them_again(
         "Suspended",
         "TrainJob is suspended",
     )
-    _wait_for(lambda: not _pid_alive(pid), 10, "the suspended worker to exit")
+    _wait_for(lambda: not _pid_alive(pid), 60, "the suspended worker to exit")
     assert ex.state("pausable").pods[0].phase == "Pending"
     first[0].unlink()
     ex.resume("pausable")
@@ -288,7 +291,7 @@ def test_a_sigkilled_supervisor_fails_the_job_and_stops_its_workers(
     s = _wait_for(lambda: (st := ex.state("orphaned")).finished and st, what="Failed")
     assert (s.phase, s.reason) == ("Failed", "SupervisorDied")
     assert "exited while the job was Running" in s.message
-    _wait_for(lambda: not _pid_alive(pid), 10, "the orphaned worker to exit")
+    _wait_for(lambda: not _pid_alive(pid), 60, "the orphaned worker to exit")
     assert s.pods[0].phase == "Failed"
     (node,) = ex.get("orphaned").status.jobs_status or []  # type: ignore[union-attr]
     assert (node.name, node.active, node.ready) == ("node", 0, 0)
