@@ -146,8 +146,10 @@ def _post(url: str, ca: str, token: str | None, body: bytes) -> tuple[int, dict[
 def test_only_the_jobs_own_token_and_a_good_body_are_accepted(
     ex: LocalExecutor, tmp_path: Path
 ) -> None:
+    # held for 10 minutes (the fixture deletes them): the endpoints must outlive every post, and
+    # 60 s was the whole test's budget on a loaded machine (two jobs' starts, 30 s waits)
     hold = (
-        "import os, time; print('url', os.environ['KUBEFLOW_TRAINER_SERVER_URL']); time.sleep(60)"
+        "import os, time; print('url', os.environ['KUBEFLOW_TRAINER_SERVER_URL']); time.sleep(600)"
     )
     for name in ("a", "b"):
         ex.submit(L.trainjob(name, hold), cwd=str(tmp_path))
@@ -185,7 +187,7 @@ def test_only_the_jobs_own_token_and_a_good_body_are_accepted(
             context=ssl.create_default_context(cafile=str(env["b"][0])),
             timeout=10,
         )
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         p = ex.state("a", "default").progress
         if p is not None:
