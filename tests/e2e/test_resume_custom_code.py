@@ -63,7 +63,7 @@ while step < 40:
     tmp.write_text(json.dumps({"step": step}))
     os.replace(tmp, ckpt)
     print(f"attempt {attempt} step {step}", flush=True)
-    time.sleep(0.1)
+    time.sleep(0.25)  # 35 steps (~9 s) left after step 5: the test's SIGKILL comes first
 print("done", flush=True)
 """
 
