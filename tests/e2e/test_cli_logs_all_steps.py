@@ -31,7 +31,7 @@ spec:
         import os, time
         rank = os.environ["PET_NODE_RANK"]
         print("start", rank, flush=True)
-        time.sleep(8)  # room for the logs command to start before the last lines
+        time.sleep(15)  # room for the logs command to start before the last lines (under load)
         print("end", rank, flush=True)
 """
 
