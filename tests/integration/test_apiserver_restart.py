@@ -58,7 +58,20 @@ def leader_status(metrics: str) -> float | None:
 def test_the_controller_rides_out_a_real_apiserver_restart(
     control_plane: ControlPlane, torch_runtime: str, namespace: str
 ) -> None:
-    lease = ("--leader-election-id", f"restart-{namespace}")  # default 15s/10s/2s timings
+    # A renew deadline (45 s) longer than the restart: the default 10 s covered SIGKILL, 3 s down
+    # and a kube-apiserver's start only on an idle machine (a loaded CI one's start takes longer,
+    # and losing the lease then is right). What is proved is unchanged: the controller keeps
+    # trying through the outage, keeps the lease, and its watches resume.
+    lease = (
+        "--leader-election-id",
+        f"restart-{namespace}",
+        "--lease-duration",
+        "60",
+        "--renew-deadline",
+        "45",
+        "--retry-period",
+        "2",
+    )
     ctl = start_controller(control_plane, *lease, leader_elect=True)
     try:
         with Client.from_config(str(control_plane.kubeconfig)) as kube:
@@ -97,7 +110,7 @@ def test_the_controller_rides_out_a_real_apiserver_restart(
             )
             wait_for(
                 lambda: conditions(kube, "before", namespace).get("Complete"),
-                timeout=30,
+                timeout=90,
                 what="Complete after the restart",
             )
         assert ctl.proc.poll() is None, f"the controller exited:\n{ctl.log()[-3000:]}"
