@@ -108,7 +108,7 @@ def test_a_taken_port_is_replaced_and_a_crashed_state_dir_is_started_afresh(
     for comp in ("kube-apiserver", "etcd"):
         os.kill(env["pids"][comp], signal.SIGKILL)
         mod._children[env["pids"][comp]].wait(10)
-    bystander = subprocess.Popen(["sleep", "60"])
+    bystander = subprocess.Popen(["sleep", "600"])  # outlives a loaded `up`; killed below
     try:
         # A pid file of an older format now names a process that is not ours.
         (state / "etcd.pid").write_text(f"{bystander.pid}\n")
