@@ -215,7 +215,7 @@ def test_everything_the_chart_renders_is_accepted_by_the_apiserver(
     }
 
 
-def wait_established(kube: Client, crd: str, timeout: float = 30) -> None:
+def wait_established(kube: Client, crd: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = kube.get(r.CUSTOM_RESOURCE_DEFINITIONS, crd)

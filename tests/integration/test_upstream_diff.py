@@ -286,7 +286,7 @@ def test_trainjob_does_what_upstream_does(
         try:
             wait_for(
                 lambda: upstream_harness.webhooks_effective(kube),
-                timeout=30,
+                timeout=90,
                 what="upstream's webhooks",
             )
             installed_u = install(api, builtins)
@@ -307,7 +307,7 @@ def test_trainjob_does_what_upstream_does(
         try:
             wait_for(
                 lambda: upstream_harness.webhooks_effective(kube),
-                timeout=30,
+                timeout=90,
                 what="trainjob's webhooks",
             )
             installed_t = install(api, builtins)
