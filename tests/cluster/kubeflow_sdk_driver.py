@@ -75,6 +75,8 @@ def main(kubeconfig: str, namespace: str, out_path: str) -> int:
     }
 
     # pods that stay Running for a while on KWOK (hack/kwok/pod-stages.yaml), so Running is seen
+    # (25 s, as tests/cluster/kit.RUNNING: 6 s could end between two of a loaded machine's 1 s
+    # polls, after the JobSet, Job and TrainJob controllers' lags)
     running_a_while = RuntimePatch(
         training_runtime_spec=TrainingRuntimeSpecPatch(
             template=JobSetTemplatePatch(
@@ -85,7 +87,9 @@ def main(kubeconfig: str, namespace: str, out_path: str) -> int:
                             template=JobTemplatePatch(
                                 spec=JobSpecPatch(
                                     template=PodTemplatePatch(
-                                        metadata={"annotations": {"trainjob-testenv/run-for": "6s"}}
+                                        metadata={
+                                            "annotations": {"trainjob-testenv/run-for": "25s"}
+                                        }
                                     )
                                 )
                             ),

@@ -108,11 +108,11 @@ def test_restarting_after_a_jobset_restart_with_the_attempt_in_the_env_then_fail
     kube = cluster.kube
     kube.apply(warmup_runtime(), field_manager="trainjob-tests")
     job = kit.trainjob("flaky", "test-warmup", num_nodes=1)
-    # warmup runs 3 s and succeeds; the trainer fails on attempts 0 and 1: one restart, then the
-    # budget is spent
+    # warmup runs 8 s (Restarting holds meanwhile, for the poll to see) and succeeds; the trainer
+    # fails on attempts 0 and 1: one restart, then the budget is spent
     job["spec"]["runtimePatches"] = [
         _annotations_patch(
-            {"warmup": {kit.RUN_FOR: "3s"}, "node": {kit.FAIL_ATTEMPTS: "2", kit.RUN_FOR: "1s"}}
+            {"warmup": {kit.RUN_FOR: "8s"}, "node": {kit.FAIL_ATTEMPTS: "2", kit.RUN_FOR: "1s"}}
         )
     ]
     kube.create(r.TRAINJOBS, job, ns)
