@@ -17,10 +17,10 @@ the process past its memory limit:
   :data:`IDLE_TIMEOUT`;
 * a body needs a valid ``Content-Length`` of at most :data:`MAX_BODY` (negative, malformed or
   missing with a body: 400/411; chunked: 501; larger: 413; after a 413 or a 400 for the length,
-  up to :data:`DRAIN_LIMIT` of the body read and dropped, so that the client hears the answer
-  rather than a reset connection); bodies over
-  64 KiB share a budget of :data:`BODY_BUDGET` bytes in flight (read into one buffer each, held
-  until answered), so many large requests at once wait their turn;
+  up to :data:`DRAIN_LIMIT` of the body is read and dropped, so that the client hears the answer
+  rather than a reset connection); bodies over 64 KiB share a budget of :data:`BODY_BUDGET`
+  bytes in flight (read into one buffer each, held until answered), so many large requests at
+  once wait their turn;
 * at most :data:`MAX_CONNECTIONS` connections are open; one more evicts the connection that has
   waited longest for its client, so stalled connections never lock a new one out.
 
@@ -107,9 +107,9 @@ def check_inline() -> None:
 class _Reject(Exception):
     """A request answered with an error status, after which the connection is closed.
 
-    ``unread`` is the length of a body left unread (a 413): so that a client still sending it hears
-    the answer instead of a reset connection, up to :data:`DRAIN_LIMIT` of it is read and dropped
-    after the reply (a "lingering close", as nginx and Go's net/http do).
+    ``unread`` is the length of a body left unread (a 413, a 400 for the length): so that a client
+    still sending it hears the answer instead of a reset connection, up to :data:`DRAIN_LIMIT` of
+    it is read and dropped after the reply (a "lingering close", as nginx and Go's net/http do).
     """
 
     def __init__(self, status: int, message: str, unread: int = 0) -> None:
