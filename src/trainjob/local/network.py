@@ -84,9 +84,16 @@ class Network:
 def network_for(
     plan: Plan, pods: list[PodTemplate], free_port: Callable[[], int] | None = None
 ) -> Network:
-    """Map every declared container port of every pod to a free local port."""
+    """Map every declared container port of every pod to a free local port, no two alike:
+    each probe of ``free_port`` is closed before the next one binds, so the kernel may hand a
+    port back twice (two pods of the job would then collide on it)."""
     ports: dict[tuple[str, int], int] = {}
     for pod in pods:
         for port in _declared_ports(pod.spec):
-            ports[(pod.hostname, port)] = free_port() if free_port else port
+            local = port
+            if free_port is not None:
+                local = free_port()
+                while local in ports.values():
+                    local = free_port()
+            ports[(pod.hostname, port)] = local
     return Network(subdomain(plan), tuple(p.hostname for p in pods), ports)

@@ -70,6 +70,15 @@ def test_torch_env_resolves_the_node_rank_and_maps_the_master_to_this_host(tmp_p
     assert ctr.argv[1] == "/workspace/train.py", "no volume is mounted at /workspace here"
 
 
+def test_two_pods_never_get_one_local_port_even_when_a_probe_hands_it_back_twice() -> None:
+    plan = _torch_plan()
+    templates = pods.pod_templates(plan, "uid")
+    ports = iter([41001, 41001, 41001, 41002])  # closed probes: the kernel may repeat a port
+    net = pods.network_for(plan, templates, lambda: next(ports))
+    assert sorted(net.ports.values()) == [41001, 41002]
+    assert [net.port_of(t.hostname, 29500) for t in templates] == [41001, 41002]
+
+
 @pytest.mark.parametrize(
     ("nodes", "base_env", "want"),
     [
