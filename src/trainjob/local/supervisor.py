@@ -38,6 +38,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,31 @@ TICK = 0.05
 # How long removing what the job started may take before its end is written anyway, with a
 # CleanupFailed event naming what is left (a loaded container engine takes seconds a call).
 TEARDOWN_TIMEOUT = 60.0
+# Another bound, in seconds, read from the supervisor's environment (it inherits the one of the
+# process that submitted the job): for tests of what happens when the bound is reached, which
+# need not wait a minute. TRAINJOB_SUP* names are the supervisor's own: pods never see them.
+ENV_TEARDOWN_TIMEOUT = "TRAINJOB_SUPERVISOR_TEARDOWN_TIMEOUT"
 REASON_CLEANUP_FAILED = "CleanupFailed"
+REASON_INVALID_SETTING = "InvalidSetting"
+
+
+def teardown_timeout(environ: Mapping[str, str]) -> tuple[float, str]:
+    """The teardown bound :data:`ENV_TEARDOWN_TIMEOUT` sets (:data:`TEARDOWN_TIMEOUT` when
+    unset), and what is wrong with a value that is not a number of seconds > 0 (then the
+    default is used: a bad setting must not leave a job's end unwritten)."""
+    raw = environ.get(ENV_TEARDOWN_TIMEOUT, "").strip()
+    if not raw:
+        return TEARDOWN_TIMEOUT, ""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        return TEARDOWN_TIMEOUT, (
+            f"{ENV_TEARDOWN_TIMEOUT}={raw!r} is not a number of seconds greater than 0; "
+            f"the clean-up was bounded by {TEARDOWN_TIMEOUT:g}s instead"
+        )
+    return value, ""
 
 
 class Stop(Exception):
@@ -230,7 +255,7 @@ class Supervisor(Attempt):
         """Stop and remove everything the job started, and see it gone, before its end is
         written (a user who sees Complete or Failed finds nothing of the job left): its pods,
         every process below this supervisor or carrying the job's mark, the runner's containers
-        and network, the status endpoint. Bounded (:data:`TEARDOWN_TIMEOUT`): what is still there
+        and network, the status endpoint. Bounded (:data:`TEARDOWN_TIMEOUT`, or :data:`ENV_TEARDOWN_TIMEOUT`): what is still there
         then is named in a CleanupFailed event, and the job's end is written all the same. Each
         step may run again (a SIGTERM part-way): a second call after a whole one does nothing."""
         if self.torn_down:
@@ -239,7 +264,10 @@ class Supervisor(Attempt):
         if self._probe_pool is not None:
             self._probe_pool.shutdown(wait=False, cancel_futures=True)
             self._probe_pool = None
-        left = self.runner.close(TEARDOWN_TIMEOUT)
+        bound, problem = teardown_timeout(os.environ)
+        if problem:
+            self.event("Warning", REASON_INVALID_SETTING, problem)
+        left = self.runner.close(bound)
         left += tracking.end_everything(self.uid)  # the engine's calls too, once they are done
         self.reports.stop()  # updates it accepted stay queued for the last flush
         self.torn_down = True
@@ -247,7 +275,7 @@ class Supervisor(Attempt):
             self.event(
                 "Warning",
                 REASON_CLEANUP_FAILED,
-                f"not everything the job started could be removed within {TEARDOWN_TIMEOUT:.0f}s: "
+                f"not everything the job started could be removed within {bound:g}s: "
                 + "; ".join(left),
             )
 
@@ -262,7 +290,8 @@ class Supervisor(Attempt):
         if want_suspend and not self.suspended:
             self.suspended = True
             self.stop_pods(st.POD_PENDING, "")
-            left = self.runner.remove_pods(TEARDOWN_TIMEOUT)  # gone before Suspended is written
+            bound, _ = teardown_timeout(os.environ)  # a bad value: the teardown's event says so
+            left = self.runner.remove_pods(bound)  # gone before Suspended is written
             if left:
                 self.event(
                     "Warning",
