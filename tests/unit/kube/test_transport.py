@@ -140,10 +140,9 @@ def test_a_closed_idle_connection_is_replaced_once(server: tuple[str, Seen]) -> 
 
 def test_refused_and_timed_out_are_transport_errors(server: tuple[str, Seen]) -> None:
     url, _ = server
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+    with socket.socket() as s, pytest.raises(transport.TransportError) as refused:
+        s.bind(("127.0.0.1", 0))  # bound, not listening: refused, and no other process takes it
         free = s.getsockname()[1]
-    with pytest.raises(transport.TransportError) as refused:
         pool(f"http://127.0.0.1:{free}").request("GET", "/", {}, [], None, 5)
     assert not refused.value.timeout
     assert "refused" in str(refused.value).lower()
@@ -160,10 +159,9 @@ def test_the_client_maps_answers_and_failures(server: tuple[str, Seen]) -> None:
     with pytest.raises(Timeout):
         client.request("GET", "/slow")
     client.close()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+    with socket.socket() as s, pytest.raises(Unreachable):
+        s.bind(("127.0.0.1", 0))  # bound, not listening: refused, and no other process takes it
         free = s.getsockname()[1]
-    with pytest.raises(Unreachable):
         Client(Config(server=f"http://127.0.0.1:{free}"), max_retries=0).request("GET", "/")
 
 

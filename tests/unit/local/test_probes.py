@@ -104,7 +104,10 @@ def test_tcp_succeeds_when_something_listens_and_says_connection_refused_when_no
         s.listen()
         port = s.getsockname()[1]
         assert probes.run(Probe(READINESS, "tcpSocket", port=port), {}, "/") == (True, "")
-    ok, msg = probes.run(Probe(READINESS, "tcpSocket", port=port), {}, "/")
+    with socket.socket() as s:  # bound, not listening: refused, and no other process can take it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        ok, msg = probes.run(Probe(READINESS, "tcpSocket", port=port), {}, "/")
     assert not ok and msg == f"dial tcp 127.0.0.1:{port}: Connection refused"
 
 
