@@ -48,15 +48,11 @@ def bucket(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _fill(tmp_path: Path, s3: Any) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     s3.create_bucket(Bucket="llm")
     model = tiny.checkpoint(tmp_path / "src-model")
     for f in model.iterdir():
         s3.upload_file(str(f), "llm", f"model/{f.name}")
-    table = tmp_path / "train.parquet"
-    pq.write_table(pa.Table.from_pylist(tiny.rows() * 2), table)
+    table = tiny.parquet(tmp_path / "train.parquet")  # the rows twice
     # The runtime reads dataset.data_dir=/workspace/dataset/data, as for hf://tatsu-lab/alpaca.
     s3.upload_file(str(table), "llm", "dataset/data/train-00000-of-00001.parquet")
 

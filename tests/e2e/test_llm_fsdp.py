@@ -60,16 +60,9 @@ TRAINING = [
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What the initializers fetch: model/ (the demo's tiny Llama) and dataset/data/*.parquet."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     root = tmp_path_factory.mktemp("sources")
     tiny.checkpoint(root / "model")
-    (root / "dataset" / "data").mkdir(parents=True)
-    pq.write_table(
-        pa.Table.from_pylist(tiny.rows() * 2),
-        root / "dataset" / "data" / "train-00000-of-00001.parquet",
-    )
+    tiny.parquet(root / "dataset" / "data" / "train-00000-of-00001.parquet")  # the rows twice
     return root
 
 

@@ -34,16 +34,9 @@ STEP = re.compile(r"^Epoch (\d+)/(\d+) step (\d+)/(\d+) loss ([0-9.]+) lr (\S+)$
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """/workspace as the initializers leave it: model/ (HF checkpoint) and dataset/data/*.parquet."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     root = tmp_path_factory.mktemp("workspace")
     tiny.checkpoint(root / "model")
-    (root / "dataset" / "data").mkdir(parents=True)
-    pq.write_table(
-        pa.Table.from_pylist(tiny.rows() * 2),
-        root / "dataset" / "data" / "train-00000-of-00001.parquet",
-    )
+    tiny.parquet(root / "dataset" / "data" / "train-00000-of-00001.parquet")  # the rows twice
     return root
 
 

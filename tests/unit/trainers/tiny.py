@@ -1,5 +1,13 @@
 """The tiny checkpoint and dataset of the trainer's tests: :mod:`trainjob.trainers.llm.demo`."""
 
-from trainjob.trainers.llm.demo import TEMPLATE_TEXT, WORDS, checkpoint, dataset, rows, tokenizer
+from trainjob.trainers.llm.demo import (
+    TEMPLATE_TEXT,
+    WORDS,
+    checkpoint,
+    dataset,
+    parquet,
+    rows,
+    tokenizer,
+)
 
-__all__ = ["TEMPLATE_TEXT", "WORDS", "checkpoint", "dataset", "rows", "tokenizer"]
+__all__ = ["TEMPLATE_TEXT", "WORDS", "checkpoint", "dataset", "parquet", "rows", "tokenizer"]
