@@ -6,6 +6,7 @@ import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,34 @@ def test_the_seed_fixes_the_adapters_initial_weights_so_runs_and_resumes_agree(
     assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
     assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))
     assert all(torch.equal(a, b) for a, b in zip(adapter(), adapter(), strict=True))
+
+
+def test_qlora_in_fp32_trains_an_fp32_adapter_not_trls_bf16_one(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """TRL's SFTTrainer casts a 4-bit model's trainable weights to bf16 whatever the run's
+    dtype; in an fp32 run AdamW's small steps on LoRA A are then rounded away, so the trainer
+    casts them back to the model's dtype before the optimizer is made."""
+    pytest.importorskip("peft")
+    pytest.importorskip("bitsandbytes")
+    import torch
+    from datasets import Dataset  # type: ignore[import-untyped]
+    from trl import SFTConfig, SFTTrainer  # type: ignore[attr-defined]
+
+    c = cfg(model_dir, "model.lora_rank=4", "model.quantize_base=True")
+    net = model.apply_lora(model.load_model(c, "fp32", torch.device("cpu")), c.lora)
+    assert model.keep_adapter_dtype(net) == 0  # peft made it fp32: nothing to do
+    args = SFTConfig(
+        output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", max_steps=1
+    )
+    rows = Dataset.from_list([{"input_ids": [1, 2, 3, 4]}] * 2)
+    trainer = SFTTrainer(model=net, args=args, train_dataset=rows)
+    trained: Any = trainer.model
+    adapter = [p for p in trained.parameters() if p.requires_grad]
+    assert {p.dtype for p in adapter} == {torch.bfloat16}  # TRL's cast, still there
+    assert model.keep_adapter_dtype(trained) == len(adapter)
+    assert {p.dtype for p in adapter} == {torch.float32}
+    assert trained.get_input_embeddings().weight.dtype == torch.float32
 
 
 def test_dtype_defaults_per_device_and_fp16_is_refused() -> None:

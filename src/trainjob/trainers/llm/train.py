@@ -135,6 +135,7 @@ def _train(cfg: config_mod.TrainConfig, rank: int, world: int, device: Any, dtyp
             eval_dataset=data.to_dataset(eval_examples) if eval_examples else None,
             processing_class=tokenizer,
         )
+    model.keep_adapter_dtype(trainer.model)  # QLoRA in fp32: TRL made the adapter bf16
     if cfg.dataset.packed:
         log(
             f"packing: {len(examples)} examples in {len(trainer.train_dataset)} sequences of "

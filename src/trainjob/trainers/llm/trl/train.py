@@ -22,6 +22,7 @@ from typing import Any
 
 from trainjob.trainers import gloo_exit, reporting
 from trainjob.trainers.llm import checkpoint, engine
+from trainjob.trainers.llm import model as llm_model
 from trainjob.trainers.llm.errors import TrainerError
 from trainjob.trainers.llm.trl import data, methods, rewards
 
@@ -129,6 +130,7 @@ def train(p: methods.Parsed) -> None:
         raise TrainerError(
             f"cannot load --model_name_or_path={p.model.model_name_or_path}: {first}"
         ) from None
+    llm_model.keep_adapter_dtype(trainer.model)  # QLoRA in fp32: TRL made the adapter bf16
     accum = args.gradient_accumulation_steps
     batches = len(trainer.get_train_dataloader())
     steps = engine.steps_per_epoch(
