@@ -8,23 +8,29 @@ apiserver calls our admission webhooks for real; its log is printed when a test 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import yaml
 
-from trainjob.controller.http import free_ports
+from trainjob.controller.http import free_port
+from trainjob.controller.webhooks.serving import DEV_MUTATING, DEV_VALIDATING
 from trainjob.kube import Client
 from trainjob.kube import resources as r
+from trainjob.kube.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ControlPlane
@@ -34,24 +40,46 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 
 
+# What the controller logs once a server listens (trainjob.controller.http.serve): the
+# harness starts it with --metrics-port 0 and --health-port 0 and reads the ports the kernel
+# gave from these lines, so no port is picked here and lost to another process before the
+# controller binds it (a loaded CI machine runs many servers at once).
+SERVING = re.compile(r"serving (?P<name>[\w-]+) on \S+:(?P<port>\d+)$", re.MULTILINE)
+
+
+def serving_ports(log: str) -> dict[str, int]:
+    """The ports a controller's log says it serves on, by server name (health, metrics,
+    webhooks, status); the last line of each name wins."""
+    return {m["name"]: int(m["port"]) for m in SERVING.finditer(log)}
+
+
 @dataclass
 class Controller:
     """One ``trainjob controller`` process."""
 
     proc: subprocess.Popen[bytes]
     log_path: Path
-    metrics_port: int
-    health_port: int
     args: list[str] = field(default_factory=list)
+    admin_kubeconfig: Path | None = None
+    """The control plane's own (not the controller's, which may go through a test's proxy)."""
+    _ports: dict[str, int] = field(default_factory=dict)
+
+    def port(self, name: str) -> int:
+        """The port the server ``name`` listens on (0 while the log has not said yet)."""
+        if name not in self._ports:
+            self._ports.update(serving_ports(self.log()))
+        return self._ports.get(name, 0)
+
+    @property
+    def metrics_port(self) -> int:
+        return self.port("metrics")
+
+    @property
+    def health_port(self) -> int:
+        return self.port("health")
 
     def get(self, port: int, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError:
-            return 0, ""
+        return http_get(port, path)
 
     def ready(self) -> bool:
         return self.get(self.health_port, "/readyz")[0] == 200
@@ -70,11 +98,72 @@ class Controller:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        self.forget_webhooks()
         return self.proc.returncode
 
     def kill(self) -> None:
-        """SIGKILL: no clean-up at all (the lease and webhook registrations stay behind)."""
+        """SIGKILL: no clean-up by the controller (its lease stays behind); the harness then
+        removes the webhook registrations that point at it (:meth:`forget_webhooks`)."""
         self.stop(signal.SIGKILL)
+
+    def forget_webhooks(self) -> list[str]:
+        """Delete the dev webhook configurations that still send the apiserver to this (now
+        stopped) controller's port, as its clean stop would have: one left by a SIGKILLed or
+        hung controller has failurePolicy Fail, so every later create on the shared apiserver
+        would be refused, or wait out the webhook's timeout when another server got the port.
+        Only when they are still ours (a resourceVersion precondition: another controller may
+        have registered itself since); what was deleted."""
+        port = self.port("webhooks")
+        if not port or "--self-signed-webhooks" not in self.args:
+            return []
+        deleted: list[str] = []
+        kube = Client.from_config(
+            str(self.admin_kubeconfig or self.args[self.args.index("--kubeconfig") + 1])
+        )
+        try:
+            for res, name in (
+                (r.MUTATING_WEBHOOK_CONFIGURATIONS, DEV_MUTATING),
+                (r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING),
+            ):
+                cfg = kube.get_or_none(res, name)
+                if cfg is None or not points_at(cfg, port):
+                    continue
+                rv = cfg["metadata"]["resourceVersion"]
+                with contextlib.suppress(Conflict, NotFound):  # re-registered or gone meanwhile
+                    kube.delete(res, name, preconditions={"resourceVersion": rv})
+                    deleted.append(name)
+        except Exception as e:  # the control plane may be gone already (session teardown)
+            print(f"controller on webhook port {port}: removing its registrations: {e!r}")
+        finally:
+            kube.close()
+        return deleted
+
+
+def http_get(port: int, path: str, timeout: float = 5) -> tuple[int, str]:
+    """GET ``http://127.0.0.1:<port><path>``: (status, body), and (0, "") when nothing answers
+    (or ``port`` is 0: not listening yet) — a probe, for polling with :func:`wait_for`."""
+    if not port:
+        return 0, ""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def points_at(webhook_configuration: Obj, port: int) -> bool:
+    """Whether any webhook of ``webhook_configuration`` calls a loopback URL on ``port``."""
+    for hook in webhook_configuration.get("webhooks") or []:
+        url = (hook.get("clientConfig") or {}).get("url") or ""
+        if urllib.parse.urlsplit(url).port == port:
+            return True
+    return False
+
+
+ADDRESS_IN_USE = "Address already in use"  # the controller's "cannot serve ..." error
+PORT_ATTEMPTS = 4
 
 
 def start_controller(
@@ -85,8 +174,45 @@ def start_controller(
     wait_ready: bool = True,
     kubeconfig: Path | None = None,
     env: dict[str, str] | None = None,
+    port_args: Callable[[int], Sequence[str]] | None = None,
 ) -> Controller:
-    metrics_port, health_port = free_ports(2)
+    """Start ``trainjob controller`` and wait for /readyz. Every server binds port 0 (read back
+    with :meth:`Controller.port`), except one a test must name before the start (a URL with
+    the port in it): ``port_args`` makes those flags from a free port, and a controller that
+    lost it to another process meanwhile (exited with "Address already in use") is started
+    again with another one (up to :data:`PORT_ATTEMPTS` times)."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        named = list(port_args(free_port())) if port_args is not None else []
+        ctl = _start_controller(cp, [*extra, *named], leader_elect, webhooks, kubeconfig, env)
+        if not wait_ready:
+            return ctl
+
+        with contextlib.suppress(AssertionError):  # not ready in time: as an exit, below
+            wait_for(functools.partial(_up, ctl), timeout=60, what="controller /readyz")
+        if ctl.ready():
+            return ctl
+        ctl.kill()
+        log = ctl.log()
+        if port_args is not None and ADDRESS_IN_USE in log and attempt < PORT_ATTEMPTS:
+            print(f"controller lost its port ({named}); starting it again with another")
+            continue
+        raise AssertionError(f"controller did not become ready; log:\n{log[-4000:]}")
+    raise AssertionError("unreachable")
+
+
+def _up(ctl: Controller) -> bool:
+    """Ready, or exited (no use waiting on)."""
+    return ctl.ready() or ctl.proc.poll() is not None
+
+
+def _start_controller(
+    cp: ControlPlane,
+    extra: list[str],
+    leader_elect: bool,
+    webhooks: bool,
+    kubeconfig: Path | None,
+    env: dict[str, str] | None,
+) -> Controller:
     args = [
         "controller",
         "--kubeconfig",
@@ -94,9 +220,9 @@ def start_controller(
         "--bind-host",
         "127.0.0.1",
         "--metrics-port",
-        str(metrics_port),
+        "0",  # the kernel's choice, read back from the log (SERVING)
         "--health-port",
-        str(health_port),
+        "0",
         "--leader-elect" if leader_elect else "--no-leader-elect",
         "--leader-election-namespace",
         "default",
@@ -121,16 +247,7 @@ def start_controller(
         env=env,
         cwd=REPO,
     )
-    ctl = Controller(proc, log_path, metrics_port, health_port, args)
-    if wait_ready:
-        try:
-            wait_for(ctl.ready, timeout=60, what="controller /readyz")
-        except AssertionError:
-            ctl.kill()
-            raise AssertionError(
-                f"controller did not become ready; log:\n{ctl.log()[-4000:]}"
-            ) from None
-    return ctl
+    return Controller(proc, log_path, args, admin_kubeconfig=cp.kubeconfig)
 
 
 def wait_for(

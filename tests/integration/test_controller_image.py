@@ -9,9 +9,9 @@ TrainJob into a JobSet. Skipped, saying why, where podman cannot run containers.
 from __future__ import annotations
 
 import base64
+import secrets
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +19,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from tests import containers
-from tests.integration.controller_harness import builtin_runtime, trainjob, wait_for
+from tests.integration.controller_harness import (
+    builtin_runtime,
+    http_get,
+    serving_ports,
+    trainjob,
+    wait_for,
+)
 
-from trainjob.controller.http import free_port
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 
@@ -69,8 +74,11 @@ def running(
     )  # fmt: skip
     kubeconfig.chmod(0o644)
     tmp_path.chmod(0o755)
-    health, metrics = free_port(), free_port()
-    name = f"trainjob-controller-test-{health}"
+    # On the host network every server binds port 0 on loopback (a port picked here could be
+    # taken before the controller binds it; the status server's default 10443 by another run on
+    # this machine): the health port is read back from the controller's log.
+    test_id = secrets.token_hex(4)
+    name = f"trainjob-controller-test-{test_id}"
     args = [
         "podman", "run", "--detach", "--name", name, "--network", "host",
         "--user", user, "--read-only", "--cap-drop", "ALL",
@@ -78,25 +86,23 @@ def running(
         "-v", f"{kubeconfig}:/etc/trainjob/kubeconfig:ro",
         controller_image,
         "controller", "--kubeconfig", "/etc/trainjob/kubeconfig", "--bind-host", "127.0.0.1",
-        "--health-port", str(health), "--metrics-port", str(metrics),
+        "--health-port", "0", "--metrics-port", "0",
+        "--status-server-host", "127.0.0.1", "--status-server-port", "0",
         "--leader-elect", "--leader-election-namespace", "default",
-        "--leader-election-id", f"trainjob-image-test-{health}",
+        "--leader-election-id", f"trainjob-image-test-{test_id}",
     ]  # fmt: skip
     subprocess.run(args, check=True, capture_output=True, text=True, timeout=120)
     try:
-        yield health, name
+
+        def health_port() -> int:
+            log = containers.podman("logs", name, check=False)
+            return serving_ports(log.stdout + log.stderr).get("health", 0)
+
+        yield wait_for(health_port, timeout=120, what="the health server's port in the log"), name
     finally:
         log = containers.podman("logs", name, check=False)
         containers.podman("rm", "--force", "--time", "5", name, check=False)
         print(f"controller image log:\n{(log.stdout + log.stderr)[-6000:]}")
-
-
-def _get(port: int, path: str) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as resp:
-            return int(resp.status)
-    except OSError:
-        return 0
 
 
 def test_the_image_runs_the_controller_as_the_deployment_does(controller_image: str) -> None:
@@ -115,8 +121,8 @@ def test_the_controller_image_serves_healthz_and_reconciles_a_trainjob(
     running: tuple[int, str], kube: Client, namespace: str
 ) -> None:
     health, name = running
-    wait_for(lambda: _get(health, "/healthz") == 200, timeout=120, what="/healthz")
-    wait_for(lambda: _get(health, "/readyz") == 200, timeout=60, what="/readyz")
+    wait_for(lambda: http_get(health, "/healthz")[0] == 200, timeout=120, what="/healthz")
+    wait_for(lambda: http_get(health, "/readyz")[0] == 200, timeout=60, what="/readyz")
     kube.apply(builtin_runtime("torch-distributed"), field_manager="trainjob-tests")
     tj = trainjob("from-image", namespace, trainer={"numNodes": 2, "command": ["torchrun", "t.py"]})
     kube.create(r.TRAINJOBS, tj, namespace)

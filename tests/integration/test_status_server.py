@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from tests.integration.controller_harness import Controller, start_controller, wait_for
 
-from trainjob.controller.http import free_port
 from trainjob.core import trainerstatus as ts
 from trainjob.kube import Client
 from trainjob.kube import resources as r
@@ -44,17 +43,18 @@ JOB = {
 
 @pytest.fixture
 def reporting(control_plane: ControlPlane, torch_runtime: str) -> Iterator[tuple[Controller, int]]:
-    port = free_port()
     ctl = start_controller(
         control_plane,
-        "--status-server-host",
-        "127.0.0.1",
-        "--status-server-port",
-        str(port),
-        "--status-server-url",
-        f"https://127.0.0.1:{port}",
+        port_args=lambda port: [
+            "--status-server-host",
+            "127.0.0.1",
+            "--status-server-port",
+            str(port),
+            "--status-server-url",
+            f"https://127.0.0.1:{port}",
+        ],
     )
-    yield ctl, port
+    yield ctl, ctl.port("status")
     ctl.stop()
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.integration.controller_harness import http_get
 
 from trainjob import certs
 from trainjob.controller.http import free_ports
@@ -191,20 +192,11 @@ class Upstream:
     metrics_port: int
     registered: list[Obj] = field(default_factory=list)
 
-    def _get(self, port: int, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError:
-            return 0, ""
-
     def ready(self) -> bool:
-        return self._get(self.health_port, "/readyz")[0] == 200
+        return http_get(self.health_port, "/readyz")[0] == 200
 
     def metrics(self) -> str:
-        return self._get(self.metrics_port, "/metrics")[1]
+        return http_get(self.metrics_port, "/metrics")[1]
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -276,6 +268,34 @@ class Upstream:
         return self.proc.returncode
 
 
+# A port picked here can be taken by another process before the Go binary binds it (it cannot
+# report a port 0 back: the webhook configuration must name the port first); controller-runtime
+# then exits with "listen tcp 127.0.0.1:N: bind: address already in use", and the harness starts
+# it again on other ports.
+ADDRESS_IN_USE = "address already in use"
+PORT_ATTEMPTS = 4
+
+
+def _launch(
+    b: Build, kube: Client, workdir: Path, env: dict[str, str], extra: list[str], attempt: int
+) -> Upstream:
+    """Start the binary once, on fresh ports (its log: ``controller.log``, a try's own after
+    the first)."""
+    webhook_port, health_port, metrics_port = free_ports(3)
+    ports = {"webhook_port": webhook_port, "health_port": health_port, "metrics_port": metrics_port}
+    cfg_path = workdir / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(configuration(b, **ports)))
+    log_path = workdir / ("controller.log" if attempt == 1 else f"controller-{attempt}.log")
+    proc = subprocess.Popen(
+        [str(b.binary), "--config", str(cfg_path), "--zap-log-level", "info", *extra],
+        stdout=open(log_path, "wb"),  # noqa: SIM115 - the child owns it
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=workdir,
+    )
+    return Upstream(proc, kube, workdir, log_path, webhook_port, health_port, metrics_port)
+
+
 def start(
     b: Build,
     kubeconfig: Path,
@@ -293,32 +313,33 @@ def start(
     (certdir / "tls.crt").write_bytes(bundle.cert)
     (certdir / "tls.key").write_bytes(bundle.key)
     (workdir / "ca.crt").write_bytes(bundle.ca_cert)
-    webhook_port, health_port, metrics_port = free_ports(3)
-    ports = {"webhook_port": webhook_port, "health_port": health_port, "metrics_port": metrics_port}
-    cfg_path = workdir / "config.yaml"
-    cfg_path.write_text(yaml.safe_dump(configuration(b, **ports)))
-    log_path = workdir / "controller.log"
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TMPDIR")},
         "KUBECONFIG": str(kubeconfig),
         "TMPDIR": str(workdir / "tmp"),
     }
-    proc = subprocess.Popen(
-        [str(b.binary), "--config", str(cfg_path), "--zap-log-level", "info", *(extra_args or [])],
-        stdout=open(log_path, "wb"),  # noqa: SIM115 - the child owns it
-        stderr=subprocess.STDOUT,
-        env=env,
-        cwd=workdir,
-    )
-    up = Upstream(proc, kube, workdir, log_path, webhook_port, health_port, metrics_port)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        up = _launch(b, kube, workdir, env, extra_args or [], attempt)
+        try:
+            deadline = time.monotonic() + ready_timeout
+            while not (up.ready() and up.webhooks_serving()):
+                if not up.alive() or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"upstream controller not ready (exit {up.proc.poll()}); "
+                        f"log:\n{up.log()[-4000:]}"
+                    )
+                time.sleep(0.2)
+            break
+        except RuntimeError:
+            if up.alive() or ADDRESS_IN_USE not in up.log() or attempt == PORT_ATTEMPTS:
+                up.stop()
+                raise
+            up.proc.wait(5)  # exited: reaped; its certificates (under workdir/tmp) serve the next
+            print(f"upstream controller lost a port (attempt {attempt}); trying other ports")
+        except BaseException:
+            up.stop()
+            raise
     try:
-        deadline = time.monotonic() + ready_timeout
-        while not (up.ready() and up.webhooks_serving()):
-            if not up.alive() or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"upstream controller not ready (exit {proc.poll()}); log:\n{up.log()[-4000:]}"
-                )
-            time.sleep(0.2)
         if webhooks:
             for obj in webhook_configurations(
                 b, f"https://127.0.0.1:{up.webhook_port}", bundle.ca_cert

@@ -1,0 +1,101 @@
+"""The controller harness itself (``controller_harness.py``), on the session's apiserver:
+
+* a port a test had to name before the start (``port_args``), taken by another process before
+  the controller binds it, makes the harness start the controller again on another port, not
+  fail (every other server binds port 0 and its port is read back from the log);
+* a controller that is SIGKILLed (no clean stop) leaves no webhook registration behind: the dev
+  configurations pointing at its dead port are removed by the harness, so a later create on the
+  shared apiserver is not refused by, nor waits on, a webhook nobody serves.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import TYPE_CHECKING
+
+import pytest
+from tests.integration import controller_harness as harness
+from tests.integration.controller_harness import points_at, start_controller, trainjob
+
+from trainjob.controller import http
+from trainjob.controller.webhooks.serving import DEV_MUTATING, DEV_VALIDATING
+from trainjob.kube import Client
+from trainjob.kube import resources as r
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ControlPlane
+
+pytest_plugins = ["tests.integration.controller_fixtures"]
+pytestmark = pytest.mark.integration
+
+
+def test_a_named_port_taken_before_the_controller_binds_it_is_replaced_by_another(
+    control_plane: ControlPlane, torch_runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))  # another process's server, meanwhile
+    taken_port = taken.getsockname()[1]
+    handed: list[int] = []
+
+    def free_port() -> int:  # the first pick is the port that is (by then) taken
+        handed.append(taken_port if not handed else http.free_port())
+        return handed[-1]
+
+    monkeypatch.setattr(harness, "free_port", free_port)
+    ctl = None
+    try:
+        ctl = start_controller(
+            control_plane,
+            port_args=lambda port: (
+                "--status-server-host",
+                "127.0.0.1",
+                "--status-server-port",
+                str(port),
+            ),
+        )
+        assert len(handed) == 2, handed
+        assert ctl.port("status") == handed[1] != taken_port
+        assert ctl.ready()
+        # the servers on port 0 were read back from the log, and answer there
+        assert ctl.health_port not in (0, taken_port) and ctl.metrics_port not in (0, taken_port)
+        assert ctl.get(ctl.health_port, "/healthz") == (200, "ok\n")
+        assert 'workqueue_depth{name="trainjob"}' in ctl.metrics()
+    finally:
+        taken.close()
+        if ctl is not None:
+            ctl.stop()
+
+
+def test_a_killed_controller_leaves_no_webhook_registration_behind(
+    control_plane: ControlPlane, kube: Client, torch_runtime: str, namespace: str
+) -> None:
+    ctl = start_controller(control_plane)
+    port = ctl.port("webhooks")
+    assert port
+    registered = [
+        kube.get(r.MUTATING_WEBHOOK_CONFIGURATIONS, DEV_MUTATING),
+        kube.get(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING),
+    ]
+    assert all(points_at(cfg, port) for cfg in registered)
+    ctl.kill()  # SIGKILL: the controller's own clean-up never runs
+    assert ctl.proc.returncode == -9
+    assert kube.get_or_none(r.MUTATING_WEBHOOK_CONFIGURATIONS, DEV_MUTATING) is None
+    assert kube.get_or_none(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING) is None
+    # with no webhook left, the apiserver admits a TrainJob at once (a dead one with
+    # failurePolicy Fail would refuse it, or hold it for its timeout)
+    created = kube.create(r.TRAINJOBS, trainjob("after-kill", namespace, "no-such-runtime"))
+    assert created["metadata"]["name"] == "after-kill"
+
+
+def test_a_registration_another_controller_made_since_is_left_to_it(
+    control_plane: ControlPlane, kube: Client, torch_runtime: str
+) -> None:
+    first = start_controller(control_plane)
+    second = start_controller(control_plane)  # registers itself over the first
+    try:
+        first.kill()
+        cfg = kube.get(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING)
+        assert points_at(cfg, second.port("webhooks")), "the live controller's registration stays"
+    finally:
+        first.kill()
+        second.stop()
+    assert kube.get_or_none(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING) is None
