@@ -3,6 +3,8 @@
 * a port a test had to name before the start (``port_args``), taken by another process before
   the controller binds it, makes the harness start the controller again on another port, not
   fail (every other server binds port 0 and its port is read back from the log);
+* upstream's controller (``upstream_harness``: a Go binary, which cannot report a port 0 back)
+  that found a port taken is started again on other ports;
 * a controller that is SIGKILLed (no clean stop) leaves no webhook registration behind: the dev
   configurations pointing at its dead port are removed by the harness, so a later create on the
   shared apiserver is not refused by, nor waits on, a webhook nobody serves.
@@ -10,11 +12,13 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 from typing import TYPE_CHECKING
 
 import pytest
 from tests.integration import controller_harness as harness
+from tests.integration import upstream_harness
 from tests.integration.controller_harness import points_at, start_controller, trainjob
 
 from trainjob.controller import http
@@ -99,3 +103,35 @@ def test_a_registration_another_controller_made_since_is_left_to_it(
         first.kill()
         second.stop()
     assert kube.get_or_none(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING) is None
+
+
+def test_upstreams_controller_that_found_its_port_taken_is_started_again_on_others(
+    control_plane: ControlPlane, kube: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("go") is None:
+        pytest.skip("'go' is not on PATH: cannot build the upstream controller")
+    build = upstream_harness.build()  # cached by version (test_upstream_diff's too)
+    taken = socket.create_server(("127.0.0.1", 0))  # another process's server, meanwhile
+    taken_port = taken.getsockname()[1]
+    handed: list[list[int]] = []
+
+    def free_ports(n: int) -> list[int]:  # the first webhook port is the one (by then) taken
+        ports = http.free_ports(n)
+        if not handed:
+            ports[0] = taken_port
+        handed.append(ports)
+        return ports
+
+    monkeypatch.setattr(upstream_harness, "free_ports", free_ports)
+    up = None
+    try:
+        up = upstream_harness.start(build, control_plane.kubeconfig, kube, webhooks=False)
+        assert len(handed) == 2, handed
+        assert up.webhook_port == handed[1][0] != taken_port
+        first_try = (up.workdir / "controller.log").read_text(errors="replace")
+        assert upstream_harness.ADDRESS_IN_USE in first_try, first_try[-2000:]
+        assert up.ready() and up.webhooks_serving()
+    finally:
+        taken.close()
+        if up is not None:
+            up.stop()
