@@ -162,6 +162,49 @@ def test_the_mutating_webhook_stamps_patches_and_translates_legacy_fields(
     assert updated["spec"]["runtimePatches"] == before
 
 
+WEBHOOK_CALLS = "apiserver_admission_webhook_admission_duration_seconds_count{"
+
+
+def webhook_calls(kube: Client) -> dict[str, int]:
+    """How many times the apiserver has called each admission webhook (by name), from its own
+    metrics."""
+    out: dict[str, int] = {}
+    for line in str(kube.request("GET", "/metrics", accept="text/plain")).splitlines():
+        if line.startswith(WEBHOOK_CALLS):
+            labels, _, value = line[len(WEBHOOK_CALLS) :].rpartition("} ")
+            name = next(
+                (p.split("=", 1)[1].strip('"') for p in labels.split(",") if p.startswith("name=")),
+                "",
+            )
+            out[name] = out.get(name, 0) + int(float(value))
+    return out
+
+
+def test_the_defaulter_is_called_only_when_it_has_something_to_do(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    """Its matchConditions (admission.MUTATE_TRAINJOB_WHEN) skip a TrainJob with no runtime
+    patches and no v2.0/v2.1 fields: the apiserver calls the validator alone."""
+    defaulter, validator = (
+        "defaulter.trainjob.trainer.kubeflow.org",
+        "validator.trainjob.trainer.kubeflow.org",
+    )
+    before = webhook_calls(kube)
+    kube.create(r.TRAINJOBS, trainjob("plain", namespace, suspend=True))
+    after = webhook_calls(kube)
+    assert after.get(validator, 0) == before.get(validator, 0) + 1
+    assert after.get(defaulter, 0) == before.get(defaulter, 0)
+    patch = {
+        "manager": "example.com/tests",
+        "trainingRuntimeSpec": {"template": {"metadata": {"labels": {"team": "a"}}}},
+    }
+    created = kube.create(
+        r.TRAINJOBS, trainjob("patched", namespace, suspend=True, runtimePatches=[patch])
+    )
+    assert created["spec"]["runtimePatches"][0]["time"]  # stamped by the defaulter
+    assert webhook_calls(kube).get(defaulter, 0) == after.get(defaulter, 0) + 1
+
+
 def test_runtime_patches_of_a_running_trainjob_cannot_change(
     kube: Client, controller: Controller, namespace: str
 ) -> None:

@@ -78,6 +78,34 @@ def test_create_without_patches_changes_nothing() -> None:
     assert mutate(trainjob()) == []
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"trainer": {"numNodes": 2, "command": ["torchrun"]}, "suspend": True},
+        {"initializer": {"dataset": {"storageUri": "hf://a/b"}}, "managedBy": "x"},
+    ],
+)
+def test_the_defaulter_skipped_by_its_match_conditions_would_have_done_nothing(spec: Obj) -> None:
+    """admission.MUTATE_TRAINJOB_WHEN skips a spec with none of these keys: on create and on
+    update, the defaulter's answer for one is "no patch"."""
+    keys = ("runtimePatches", *admission.LEGACY_FIELDS)
+    assert all(f"'{k}'" in admission.MUTATE_TRAINJOB_WHEN for k in keys)
+    obj = trainjob(**spec)
+    assert not set(obj["spec"]) & set(keys)
+    assert mutate(obj) == []
+    assert mutate(obj, trainjob(runtimePatches=[patch("a.io/x", "sa", EARLIER)])) == []
+
+
+def test_only_the_defaulter_has_match_conditions() -> None:
+    mutating, validating = configurations(b"CA", url_base="https://127.0.0.1:9443")
+    [defaulter] = mutating["webhooks"]
+    assert defaulter["matchConditions"] == [
+        {"name": "patches-or-legacy-fields", "expression": admission.MUTATE_TRAINJOB_WHEN}
+    ]
+    assert all("matchConditions" not in w for w in validating["webhooks"])
+
+
 def test_update_keeps_the_time_of_an_unchanged_patch_and_stamps_a_changed_one() -> None:
     old = trainjob(runtimePatches=[patch("a.io/x", "sa", EARLIER), patch("b.io/y", "sb", EARLIER)])
     new = trainjob(runtimePatches=[patch("a.io/x", "sa"), patch("b.io/y", "CHANGED")])

@@ -104,6 +104,10 @@ def configurations(
         }
         if namespace_selector is not None:
             hook["namespaceSelector"] = namespace_selector
+        if wh.match_conditions:
+            hook["matchConditions"] = [
+                {"name": name, "expression": expression} for name, expression in wh.match_conditions
+            ]
         if wh.plural != "trainjobs":
             hook["objectSelector"] = {
                 "matchExpressions": [
