@@ -326,14 +326,15 @@ def controller(args: argparse.Namespace) -> None:
 
         with ThreadPoolExecutor(16) as pool:
             jobs = list(pool.map(make, range(args.jobs)))
-        cm = None
+        js = None
         deadline = time.monotonic() + 120
-        while cm is None and time.monotonic() < deadline:
-            cm = kube.get_or_none(r.CONFIGMAPS, "job-0000-tls-config", ns)
+        while js is None and time.monotonic() < deadline:
+            js = kube.get_or_none(r.JOBSETS, "job-0000", ns)
             time.sleep(0.5)
-        assert cm is not None, "the controller made no CA ConfigMap"
-        ca = state / "ca.crt"
-        ca.write_text(cm["data"]["ca.crt"])
+        assert js is not None, "the controller made no JobSet"
+        ca = state / "ca.crt"  # what the trainer pod's downward API volume reads
+        template = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+        ca.write_text(template["metadata"]["annotations"][ts.CA_ANNOTATION])
         time.sleep(5)  # let the reconciles of the burst settle
         pid = ctl.pid
         before = cbench.proc_stats(pid)

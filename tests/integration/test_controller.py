@@ -20,7 +20,7 @@ from tests.integration.controller_harness import (
 
 from trainjob.api.load import parse
 from trainjob.controller.webhooks.serving import DEV_NAMESPACE_OPT_OUT
-from trainjob.core.trainerstatus import ENV_SERVER_URL
+from trainjob.core.trainerstatus import CA_ANNOTATION, ENV_SERVER_URL
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import NotFound
@@ -105,9 +105,11 @@ def test_a_trainjob_becomes_the_jobset_the_compiler_plans(
     tj = kube.get(r.TRAINJOBS, "ddp", namespace)
     runtime = parse(kube.get(r.CLUSTER_TRAINING_RUNTIMES, "torch-distributed"))
     # the controller serves the status endpoint (on by default): compile with the same server
-    node = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    url = next(e["value"] for e in node["containers"][0]["env"] if e["name"] == ENV_SERVER_URL)
-    ca = kube.get(r.CONFIGMAPS, "ddp-tls-config", namespace)["data"]["ca.crt"]
+    pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    url = next(
+        e["value"] for e in pod["spec"]["containers"][0]["env"] if e["name"] == ENV_SERVER_URL
+    )
+    ca = pod["metadata"]["annotations"][CA_ANNOTATION]
     server = StatusServer(url.split("/apis/", 1)[0], ca)
     plan = compile(parse(tj), runtime, CompileOptions(status_server=server))  # type: ignore[arg-type]
     assert is_subset(plan.jobset, js) == []

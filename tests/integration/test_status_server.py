@@ -1,7 +1,8 @@
 """The controller's TrainJob status endpoint (KEP-2779) on the real apiserver.
 
 trainjob's controller serves it by default: each trainer container of a TrainJob's JobSet gets
-upstream's env and projected volume, the CA ConfigMap ``<name>-tls-config`` is created, and a
+upstream's env and projected volume (its ``ca.crt`` the pod template's CA annotation, by the
+downward API, where upstream creates a ConfigMap ``<name>-tls-config``: none is made), and a
 POST is accepted only with a pod-bound ServiceAccount token (made here with the TokenRequest API,
 as the kubelet makes it for the projected volume) for that TrainJob's audience, of a pod of that
 TrainJob; then ``status.trainerStatus`` is server-side applied by field manager
@@ -62,14 +63,33 @@ def _trainjob(kube: Client, ns: str, name: str) -> None:
     kube.create(r.TRAINJOBS, {**JOB, "metadata": {"name": name}}, ns)
 
 
-def _pod(kube: Client, ns: str, trainjob: str, sa: str = "trainer") -> dict[str, Any]:
+def _trainer_template(jobset: dict[str, Any]) -> dict[str, Any]:
+    rjob = next(j for j in jobset["spec"]["replicatedJobs"] if j["name"] == "node")
+    template: dict[str, Any] = rjob["template"]["spec"]["template"]
+    return template
+
+
+def _ca(jobset: dict[str, Any]) -> str:
+    """The status server's CA, as the trainer pod's downward API volume reads it."""
+    return str(_trainer_template(jobset)["metadata"]["annotations"][ts.CA_ANNOTATION])
+
+
+def _pod(
+    kube: Client,
+    ns: str,
+    trainjob: str,
+    sa: str = "trainer",
+    template: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A pod of ``trainjob`` (its JobSet's name label); with ``template``, the JobSet's pod
+    template's annotations, volumes and containers (the apiserver checks the volume's sources)."""
     if kube.get_or_none(r.SERVICE_ACCOUNTS, sa, ns) is None:
         kube.create(
             r.SERVICE_ACCOUNTS,
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}},
             ns,
         )
-    pod = {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -81,6 +101,10 @@ def _pod(kube: Client, ns: str, trainjob: str, sa: str = "trainer") -> dict[str,
             "containers": [{"name": "node", "image": "pytorch/pytorch"}],
         },
     }
+    if template is not None:
+        pod["metadata"]["annotations"] = template["metadata"]["annotations"]
+        for key in ("volumes", "containers"):
+            pod["spec"][key] = template["spec"][key]
     return kube.create(r.PODS, pod, ns)
 
 
@@ -172,12 +196,22 @@ def test_a_pod_of_the_trainjob_reports_and_every_other_caller_is_refused(
         "expirationSeconds": 3600,
         "path": "token",
     }
-    assert sources[1]["configMap"]["name"] == "a-tls-config"
-    cm = wait_for(lambda: kube.get_or_none(r.CONFIGMAPS, "a-tls-config", namespace), what="CA")
-    assert cm["metadata"]["ownerReferences"][0]["name"] == "a"
-    endpoint = Endpoint(port, cm["data"]["ca.crt"])
+    assert sources[1]["downwardAPI"]["items"] == [
+        {
+            "path": "ca.crt",
+            "fieldRef": {
+                "apiVersion": "v1",
+                "fieldPath": f"metadata.annotations['{ts.CA_ANNOTATION}']",
+            },
+        }
+    ]
+    assert kube.get_or_none(r.CONFIGMAPS, "a-tls-config", namespace) is None  # upstream's
+    endpoint = Endpoint(port, _ca(js))
 
-    pod_a, pod_b = _pod(kube, namespace, "a"), _pod(kube, namespace, "b")
+    # a pod made from the JobSet's template: the apiserver takes its volume's sources
+    pod_a = _pod(kube, namespace, "a", template=_trainer_template(js))
+    assert pod_a["metadata"]["annotations"][ts.CA_ANNOTATION] == _ca(js)
+    pod_b = _pod(kube, namespace, "b")
     token_a = _token(kube, namespace, pod_a, ts.audience(namespace, "a"))
 
     code, body = endpoint.post(namespace, "a", token_a, _update(40))
@@ -230,8 +264,8 @@ def test_a_pod_of_another_namespace_is_refused(
 ) -> None:
     _, port = reporting
     _trainjob(kube, namespace, "c")
-    cm = wait_for(lambda: kube.get_or_none(r.CONFIGMAPS, "c-tls-config", namespace), what="CA")
-    endpoint = Endpoint(port, cm["data"]["ca.crt"])
+    js = wait_for(lambda: kube.get_or_none(r.JOBSETS, "c", namespace), what="JobSet c")
+    endpoint = Endpoint(port, _ca(js))
     other = namespace[:50] + "-other"
     control_plane.create(
         "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
@@ -263,4 +297,4 @@ def test_with_the_status_server_off_the_jobset_is_upstreams(
         ctl.stop()
     text = json.dumps(js)
     assert ts.ENV_SERVER_URL not in text and ts.TOKEN_VOLUME not in text
-    assert kube.get_or_none(r.CONFIGMAPS, "plain-tls-config", namespace) is None
+    assert ts.CA_ANNOTATION not in text

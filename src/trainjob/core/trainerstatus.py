@@ -31,13 +31,16 @@ ENV_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
 ENV_NAMES = (ENV_SERVER_URL, ENV_CA_CERT, ENV_TOKEN)
 
 # The projected volume it mounts: a ServiceAccount token for the endpoint's audience and the
-# server's CA from the ConfigMap ``<trainjob>-tls-config``.
+# server's CA (upstream: from a ConfigMap ``<trainjob>-tls-config`` per TrainJob; trainjob: from
+# the pod's own annotation :data:`CA_ANNOTATION`, by the downward API, with no object to write).
 MOUNT_PATH = "/var/run/secrets/kubeflow/trainer"
 CA_CERT_FILE = "ca.crt"
 TOKEN_FILE = "token"
 TOKEN_VOLUME = "kubeflow-trainer-token"
 TOKEN_EXPIRY_SECONDS = 3600
-CA_CERT_KEY = "ca.crt"
+CA_ANNOTATION = "trainer.kubeflow.org/status-server-ca"
+"""The trainer pod template's annotation holding the status server's CA (PEM): the projected
+volume's ``ca.crt`` reads it through the downward API."""
 
 FIELD_MANAGER = "trainer-status"
 """The server-side-apply field manager that owns ``status.trainerStatus``."""
@@ -67,11 +70,6 @@ def path(namespace: str, name: str) -> str:
 def audience(namespace: str, name: str) -> str:
     """The audience a token must carry to post one TrainJob's status."""
     return f"{_AUDIENCE_PREFIX}/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
-
-
-def tls_config_map(name: str) -> str:
-    """The ConfigMap that carries the status server's CA into the TrainJob's namespace."""
-    return f"{name}-tls-config"
 
 
 def parse_path(url_path: str) -> tuple[str, str] | None:

@@ -28,7 +28,7 @@ def test_names_are_upstreams() -> None:
     )
     assert ts.parse_path(ts.path("ns", "job")) == ("ns", "job")
     assert ts.parse_path(ts.path("ns", "job") + "/more") is None
-    assert ts.tls_config_map("job") == "job-tls-config"
+    assert ts.CA_ANNOTATION == "trainer.kubeflow.org/status-server-ca"
 
 
 def test_the_limits_are_the_crds() -> None:

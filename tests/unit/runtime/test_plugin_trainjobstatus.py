@@ -1,7 +1,8 @@
 """The TrainJobStatus plugin (upstream ``plugins/trainjobstatus``): with a status server, every
-trainer container gets upstream's env and mount, the pod the projected token + CA volume, and the
-Plan the CA ConfigMap owned by the TrainJob; without one (upstream's gate off, the local backend)
-the Plan is exactly as before."""
+trainer container gets upstream's env and mount, the pod the projected token + CA volume, the CA
+in the pod template's annotation (the volume's downward API reads it: no ConfigMap, trainjob's
+deliberate difference); without one (upstream's gate off, the local backend) the Plan is exactly
+as before."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from trainjob.runtime.plugins.trainjobstatus import StatusServer
 SERVER = StatusServer("https://trainjob-controller.trainjob-system.svc:10443", "PEM")
 
 
-def test_the_trainer_gets_upstreams_env_volume_and_ca_configmap() -> None:
+def test_the_trainer_gets_upstreams_env_and_volume_and_the_ca_by_the_downward_api() -> None:
     tj = trainjob(name="tune", namespace="team")
     plan = compile(tj, builtin("torch-distributed"), CompileOptions(status_server=SERVER))
     env = env_of(container_of(plan, "node", "node"))
@@ -38,12 +39,49 @@ def test_the_trainer_gets_upstreams_env_volume_and_ca_configmap() -> None:
                 "path": "token",
             }
         },
-        {"configMap": {"name": "tune-tls-config", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {
+            "downwardAPI": {
+                "items": [
+                    {
+                        "path": "ca.crt",
+                        "fieldRef": {
+                            "apiVersion": "v1",
+                            "fieldPath": "metadata.annotations['trainer.kubeflow.org/status-server-ca']",
+                        },
+                    }
+                ]
+            }
+        },
     ]
-    [cm] = [o for o in plan.objects if o["kind"] == "ConfigMap"]
-    assert cm["metadata"]["name"] == "tune-tls-config" and cm["data"] == {"ca.crt": "PEM"}
-    assert cm["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
-    assert plan.objects[-1]["kind"] == "JobSet"
+    [node] = [j for j in plan.jobset["spec"]["replicatedJobs"] if j["name"] == "node"]
+    annotations = node["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations[ts.CA_ANNOTATION] == "PEM"
+    assert [o["kind"] for o in plan.objects] == ["JobSet"]  # nothing else to write
+
+
+def test_the_ca_annotation_joins_the_runtime_patches_annotations() -> None:
+    patch = {
+        "manager": "example.com/tests",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "spec": {"template": {"metadata": {"annotations": {"team": "a"}}}}
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    tj = trainjob(name="tune", namespace="team", runtimePatches=[patch])
+    plan = compile(tj, builtin("torch-distributed"), CompileOptions(status_server=SERVER))
+    [node] = [j for j in plan.jobset["spec"]["replicatedJobs"] if j["name"] == "node"]
+    annotations = node["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["team"] == "a" and annotations[ts.CA_ANNOTATION] == "PEM"
 
 
 def test_without_a_status_server_the_plan_is_unchanged() -> None:
@@ -52,7 +90,7 @@ def test_without_a_status_server_the_plan_is_unchanged() -> None:
     again = compile(tj, builtin("torch-distributed"), CompileOptions())
     assert plain == again
     assert ts.ENV_SERVER_URL not in str(plain.objects)
-    assert not [o for o in plain.objects if o["kind"] == "ConfigMap"]
+    assert ts.CA_ANNOTATION not in str(plain.objects)
 
 
 def test_initializers_get_nothing() -> None:

@@ -7,8 +7,17 @@ job gets upstream's env — ``KUBEFLOW_TRAINER_SERVER_URL`` (the server's base U
 TrainJob's path), ``KUBEFLOW_TRAINER_SERVER_CA_CERT`` and ``KUBEFLOW_TRAINER_SERVER_TOKEN`` (files
 under ``/var/run/secrets/kubeflow/trainer``) — and that mount of the projected volume
 ``kubeflow-trainer-token``: a ServiceAccount token for the endpoint's audience (expiring after
-3600 s; the kubelet renews it) and ``ca.crt`` from the ConfigMap ``<trainjob>-tls-config``, which
-``build`` plans (the server's CA, owned by the TrainJob).
+3600 s; the kubelet renews it) and ``ca.crt``, the server's CA.
+
+Where ``ca.crt`` comes from is trainjob's own (a deliberate difference, with the same files and
+env for the trainer): upstream plans a ConfigMap ``<trainjob>-tls-config`` per TrainJob and
+projects it; here the CA rides in the trainer pod template's annotation
+:data:`~trainjob.core.trainerstatus.CA_ANNOTATION` and the volume projects that annotation
+through the downward API. So a TrainJob costs the apiserver no ConfigMap write (in a burst of 500
+it was a third of the controller's writes until the last JobSet, and admission waited behind
+them), nothing is left to own, garbage-collect or recreate, and the kubelet watches no ConfigMap
+per TrainJob; the JobSet and its pods carry the CA's ~1 KiB instead. A CA that rotates reaches
+pods made afterwards, as upstream's ConfigMap, made once, reaches none.
 
 Upstream injects in ``EnforceMLPolicy``; here the options reach the plugin in ``build``, which
 runs before the JobSet plugin's (the registry's order) and edits the trainer pod set it then
@@ -25,8 +34,7 @@ from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.core import trainerstatus as ts
 from trainjob.runtime.info import Info, Obj, upsert_by, upsert_env
-from trainjob.runtime.kinds import CONFIGMAP, Kind
-from trainjob.runtime.plugins.jobset import owned_meta
+from trainjob.runtime.kinds import Kind
 
 if TYPE_CHECKING:
     from trainjob.runtime.compiler import CompileOptions
@@ -66,9 +74,16 @@ def volume(trainjob: TrainJob) -> Obj:
                     }
                 },
                 {
-                    "configMap": {
-                        "name": ts.tls_config_map(name),
-                        "items": [{"key": ts.CA_CERT_KEY, "path": ts.CA_CERT_FILE}],
+                    "downwardAPI": {
+                        "items": [
+                            {
+                                "path": ts.CA_CERT_FILE,
+                                "fieldRef": {
+                                    "apiVersion": "v1",
+                                    "fieldPath": f"metadata.annotations['{ts.CA_ANNOTATION}']",
+                                },
+                            }
+                        ]
                     }
                 },
             ]
@@ -80,8 +95,8 @@ class TrainJobStatus:
     name = NAME
 
     def kinds(self) -> tuple[Kind, ...]:
-        """The CA ConfigMap (applied like every ConfigMap of a Plan)."""
-        return (CONFIGMAP,)
+        """None: the env, the volume and the CA go into the JobSet."""
+        return ()
 
     def build(self, info: Info, trainjob: TrainJob, options: CompileOptions) -> list[Obj]:
         server = options.status_server
@@ -95,11 +110,8 @@ class TrainJobStatus:
             upsert_env(ctr.setdefault("env", []), *env(trainjob, server))
             upsert_by(ctr.setdefault("volumeMounts", []), "name", mount)
         upsert_by(trainer.pod_spec.setdefault("volumes", []), "name", volume(trainjob))
-        return [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": owned_meta(trainjob, ts.tls_config_map(trainjob.metadata.name or "")),
-                "data": {ts.CA_CERT_KEY: server.ca_cert},
-            }
-        ]
+        pod_template = trainer.rjob["template"]["spec"]["template"]
+        pod_template.setdefault("metadata", {}).setdefault("annotations", {})[ts.CA_ANNOTATION] = (
+            server.ca_cert
+        )
+        return []
