@@ -360,6 +360,8 @@ class Run:
     cpu: float = 0.0
     apiserver_cpu: float = 0.0
     """etcd's and kube-apiserver's CPU seconds for the burst (0 without a private control plane)."""
+    client_cpu: float = 0.0
+    """This process's CPU seconds for the burst (the client threads and the JobSet watch)."""
     writes: dict[str, int] = field(default_factory=dict)
     """The apiserver's write requests during the burst (but the TrainJob creates)."""
     webhook_ms: dict[str, float] = field(default_factory=dict)
@@ -382,6 +384,7 @@ class Run:
             "rss_after_mib": round(self.rss_after, 1),
             "cpu_s": round(self.cpu, 2),
             "apiserver_cpu_s": round(self.apiserver_cpu, 2),
+            "client_cpu_s": round(self.client_cpu, 2),
             "apiserver_writes": self.writes,
             "apiserver_writes_settled": self.settled_writes,
             "webhook_mean_ms": {k: round(v, 2) for k, v in self.webhook_ms.items()},
@@ -412,6 +415,7 @@ def measure(
     writes_before = apiserver_writes(kube)
     cp_before = control_plane_cpu()
     hooks_before = webhook_seconds(kube)
+    me_before = time.process_time()
     t0 = time.monotonic()
     created, run.create_latencies = burst(
         kube, [trainjob(f"job-{i:04d}", ns) for i in range(args.jobs)], r.TRAINJOBS, args.threads
@@ -420,6 +424,7 @@ def measure(
     run.webhook_ms = webhook_means(hooks_before, webhook_seconds(kube))
     watcher.wait_all(args.jobs, args.timeout)
     run.total = max(watcher.seen.values()) - t0
+    run.client_cpu = time.process_time() - me_before
     watcher.stop()
     time.sleep(1)
     run.writes = writes_between(writes_before, apiserver_writes(kube))
@@ -462,6 +467,8 @@ def trainjob_controller(
     ]  # fmt: skip
     if not args.no_webhooks:
         cmd += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
+    if getattr(args, "watch_namespace", None):  # (apiserver_costs.py: webhooks only)
+        cmd += ["--namespace", args.watch_namespace]
     if args.no_status_server:
         cmd += ["--no-status-server"]
     else:  # on by default, as in a cluster; any free port (several benchmarks may run at once)
@@ -533,7 +540,16 @@ def wait_until(check: Any, what: str, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
-def floor(kube: Client, runtime_doc: Obj, ns: str, args: argparse.Namespace) -> float:
+@dataclass
+class Floor:
+    """The floor's time, and the CPU seconds it took the control plane and this process."""
+
+    total: float
+    apiserver_cpu: float
+    client_cpu: float
+
+
+def floor(kube: Client, runtime_doc: Obj, ns: str, args: argparse.Namespace) -> Floor:
     """The same JobSets created directly: the apiserver's own pace."""
     runtime = parse(runtime_doc)
     jobsets = []
@@ -545,14 +561,18 @@ def floor(kube: Client, runtime_doc: Obj, ns: str, args: argparse.Namespace) -> 
         jobsets.append(js)
     watcher = JobSetWatcher(kube, ns)
     cp_before = control_plane_cpu()
+    me_before = time.process_time()
     t0 = time.monotonic()
     burst(kube, jobsets, r.JOBSETS, args.threads)
     watcher.wait_all(args.jobs, args.timeout)
     total = max(watcher.seen.values()) - t0
+    client = time.process_time() - me_before
     watcher.stop()
+    time.sleep(1)
+    cp = control_plane_cpu() - cp_before
     if CONTROL_PLANE:
-        print(f"  floor: etcd + kube-apiserver CPU {control_plane_cpu() - cp_before:.1f} s")
-    return total
+        print(f"  floor: etcd + kube-apiserver CPU {cp:.1f} s, the client's {client:.1f} s")
+    return Floor(total, cp, client)
 
 
 def purge(kube: Client, *namespaces: str) -> None:
@@ -569,7 +589,8 @@ def purge(kube: Client, *namespaces: str) -> None:
             time.sleep(0.5)
 
 
-def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
+def report(args: argparse.Namespace, fl: Floor, runs: list[Run]) -> None:
+    ref = fl.total
     print()
     print(
         f"controller.py: {args.jobs} TrainJobs at once (torch-distributed, 2 nodes), "
@@ -577,6 +598,7 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
         f"trainjob --workers {args.workers}"
     )
     rows: list[tuple[str, ...]] = [("", *(run.name for run in runs))]
+    floor_cpu = (fl.apiserver_cpu + fl.client_cpu) or 1.0
 
     def row(label: str, fmt: Any) -> None:
         rows.append((label, *(fmt(run) for run in runs)))
@@ -606,6 +628,10 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
     row("CPU for the burst", lambda x: f"{x.cpu:.1f} s")
     if CONTROL_PLANE:
         row("etcd + kube-apiserver CPU for the burst", lambda x: f"{x.apiserver_cpu:.1f} s")
+        row(
+            "all CPU (+ controller + client) / floor's",
+            lambda x: f"{(x.apiserver_cpu + x.cpu + x.client_cpu) / floor_cpu:.2f}x",
+        )
     row(
         "apiserver writes for the burst",
         lambda x: f"{sum(x.writes.values())} ({sum(x.writes.values()) / x.jobs:.1f} a job)",
@@ -621,14 +647,22 @@ def report(args: argparse.Namespace, ref: float, runs: list[Run]) -> None:
     widths = [max(len(rw[i]) for rw in rows) for i in range(len(rows[0]))]
     for rw in rows:
         print("  " + "  ".join(v.ljust(w) for v, w in zip(rw, widths, strict=True)))
-    print(f"  floor: the same JobSets created directly: {ref:.2f} s")
+    print(
+        f"  floor: the same JobSets created directly: {ref:.2f} s, etcd + kube-apiserver CPU "
+        f"{fl.apiserver_cpu:.1f} s, the client's {fl.client_cpu:.1f} s"
+    )
     for run in runs:
         print(f"  {run.name}'s writes: " + ", ".join(f"{k} {v}" for k, v in run.writes.items()))
         print(
             f"  {run.name}'s writes, settled: "
             + ", ".join(f"{k} {v}" for k, v in run.settled_writes.items())
         )
-    result: Obj = {"jobs": args.jobs, "floor_s": round(ref, 3)}
+    result: Obj = {
+        "jobs": args.jobs,
+        "floor_s": round(ref, 3),
+        "floor_apiserver_cpu_s": round(fl.apiserver_cpu, 2),
+        "floor_client_cpu_s": round(fl.client_cpu, 2),
+    }
     for run in runs:
         result[run.name] = run.summary()
     tj = next((x for x in runs if x.name == "trainjob"), None)
