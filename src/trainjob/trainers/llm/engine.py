@@ -12,7 +12,8 @@ What this module adds: for the torchtune front end, TRL's per-step entropy and t
 metrics are off (three all-gathers and a fused head per micro-batch, 10-20% of a CPU step), as
 are Trainer's weight-decay exemptions (torchtune decays every parameter); for ``trl sft`` on a
 device without Triton, the same loss from the model's own logits and those metrics only on the
-steps that log them (:func:`plain_sft_loss`); a log line per step in the format
+steps that log them (:func:`plain_sft_loss`); DoRA layers' training forward without peft's
+second pass of the frozen weight (:mod:`.dora`); a log line per step in the format
 the trainer always printed (``Epoch 1/3 step 2/4 loss 2.3456 lr 0.0003``) with the rate that
 step used; tokens/s and the step, total and epoch in the logged metrics, which
 :mod:`trainjob.trainers.reporting` (in place of transformers' own ``KubeflowCallback``) reports
@@ -32,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainjob.trainers.llm import checkpoint
+from trainjob.trainers.llm import checkpoint, dora
 from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.errors import TrainerError
 
@@ -284,6 +285,12 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
 
     class Trainer(base):  # type: ignore[misc]
         run: Run
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # DoRA layers (peft's, as the trainer made or was given them) train without a
+            # second pass of the frozen weight on the dropped-out input (dora.py)
+            dora.install(self.model)
 
         def count_tokens(self, inputs: dict[str, Any]) -> None:
             """Real and padded tokens of a micro-batch (GRPO's: its prompts and completions)."""
