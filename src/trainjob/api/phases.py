@@ -27,7 +27,9 @@ Readers that want the phase in every case (``describe``, ``get jobs``, the dashb
 :mod:`trainjob.executor.phases`, which falls back to the pods.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a named tuple's string annotations are each
+# compiled (typing.ForwardRef), and the first compile() of a process builds the AST types,
+# about 3 ms of every ``trainjob get jobs`` (benchmarks/cli_startup.py).
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple

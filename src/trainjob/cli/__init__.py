@@ -11,6 +11,7 @@ else is a bug and keeps its traceback. This module imports neither typer nor ric
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -154,17 +155,48 @@ def _stdout_to_devnull() -> None:
         pass
 
 
+_held_gc = False
+"""Whether :func:`main` holds the cycle collector off (it was on when main began)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return its exit code (0 ok, 1 user error, 2 usage error, 130 interrupted)."""
-    if not os.environ.get("_TRAINJOB_COMPLETE"):
-        from trainjob.cli import fast
+    """Run the CLI; return its exit code (0 ok, 1 user error, 2 usage error, 130 interrupted).
 
-        code = fast.run(sys.argv[1:] if argv is None else argv)
-        if code is not None:
-            return code
-    from trainjob.cli.root import run
+    The cycle collector is held off while the command starts: importing makes tens of thousands
+    of objects that live as long as the process, and the collections they set off walked them
+    all again, about a tenth of ``trainjob get jobs`` (benchmarks/cli_startup.py). A command that
+    goes on after its start (every typer command's body, ``get -w``) lets it run again
+    (:func:`resume_gc`); the collector is as it was when main returns. Run as the process's
+    command line (``argv`` None: the console script, ``python -m trainjob``), whose end follows,
+    main freezes what it made (:func:`gc.freeze`): the interpreter's last collection would walk
+    it all again, another tenth."""
+    global _held_gc
+    collecting, held = gc.isenabled(), _held_gc
+    gc.disable()
+    _held_gc = collecting
+    try:
+        if not os.environ.get("_TRAINJOB_COMPLETE"):
+            from trainjob.cli import fast
 
-    return run(argv)
+            code = fast.run(sys.argv[1:] if argv is None else argv)
+            if code is not None:
+                return code
+        from trainjob.cli.root import run
+
+        return run(argv)
+    finally:
+        _held_gc = held
+        if collecting:
+            gc.enable()
+        if argv is None:
+            gc.freeze()
+
+
+def resume_gc() -> None:
+    """Let the cycle collector run again where :func:`main` held it off: a command's start-up is
+    over and its body may run long (a follow, a watch, the controller)."""
+    if _held_gc:
+        gc.enable()
 
 
 _APP_NAMES = ("app", "options", "version", "usage_error", "_register", "_import")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-from trainjob.cli import TARGET, Backend, guarded
+from trainjob.cli import TARGET, Backend, guarded, resume_gc
 
 JOBS = ("jobs", "job", "trainjob", "trainjobs")
 """``get``'s names for the jobs subcommand (cli/get.py registers the same)."""
@@ -115,6 +115,8 @@ def run(argv: list[str]) -> int | None:
             j += 1
     TARGET.backend = backend
     TARGET.kubeconfig, TARGET.context = target["kubeconfig"], target["context"]
+    if options.get("watch_"):
+        resume_gc()  # a watch runs until Ctrl-C: the collector runs again
 
     def call() -> int:
         from trainjob.cli import listing

@@ -9,7 +9,9 @@ follows kubectl: plain columns three spaces apart, ``AGE`` as ``3m12s``, ``<none
 stdout; progress and verdicts go to stderr (:data:`err`).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a named tuple's string annotations are each
+# compiled (typing.ForwardRef), and the first compile() of a process builds the AST types,
+# about 3 ms of every ``trainjob get jobs`` (benchmarks/cli_startup.py).
 
 import json
 import sys
@@ -104,7 +106,7 @@ def output_format(value: str | None) -> Format:
     )
 
 
-def executor() -> Executor:
+def executor() -> "Executor":
     """The executor of the chosen backend (a new one: the local store's connection stays in the
     thread that opened it)."""
     if TARGET.backend is Backend.kubernetes:
@@ -130,7 +132,7 @@ def container_runner() -> str:
     return ContainerSettings(engine=found.command).to_json()
 
 
-def namespace_of(ex: Executor, namespace: str | None) -> str:
+def namespace_of(ex: "Executor", namespace: str | None) -> str:
     """``-n``, else ``default`` here or the kubeconfig context's namespace on a cluster."""
     return namespace or ex.default_namespace
 
@@ -197,7 +199,7 @@ def print_table(table: Columns, headers: bool = True) -> None:
 
 
 def printed_as_objects(
-    objs: Sequence[TrainJob | Runtime],
+    objs: "Sequence[TrainJob | Runtime]",
     output: Output | Format | None,
     resource: Callable[[Any], str],
     *,

@@ -29,6 +29,7 @@ from trainjob.cli import (
     command_of,
     guarded,
     labels,
+    resume_gc,
 )
 
 coercion.install()  # option values without pydantic: most of the start-up (cli/coercion.py)
@@ -125,6 +126,7 @@ def run(argv: list[str] | None = None) -> int:
         _register(command_of(sys.argv[1:] if argv is None else argv))
 
     def call() -> int:
+        resume_gc()  # the imports are done: the command's body may run long
         try:
             code = app(args=argv, prog_name="trainjob", standalone_mode=False)
         except typer.TyperException as e:

@@ -10,7 +10,9 @@ Kept free of the API models (the TrainJob is carried as its JSON object), so the
 imports it without loading pydantic.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a named tuple's string annotations are each
+# compiled (typing.ForwardRef), and the first compile() of a process builds the AST types,
+# about 3 ms of every ``trainjob get jobs`` (benchmarks/cli_startup.py).
 
 import time
 from collections.abc import Mapping
@@ -151,6 +153,41 @@ class PodState(_Frozen):
         return not self.message.startswith(NOT_RUN_LOCALLY)
 
 
+class MetricSample(NamedTuple):
+    """One progress report of a job (a ``status.trainerStatus`` the job posted, KEP-2779): when
+    it was made and what it said. ``metrics`` keeps upstream's strings (``{"loss": "0.52"}``):
+    a value that is not a number is kept too, a chart skips it."""
+
+    time: str
+    metrics: Mapping[str, str] = MappingProxyType({})
+    progress_percentage: int | None = None
+    estimated_remaining_seconds: int | None = None
+
+    def number(self, name: str) -> float | None:
+        """The metric ``name`` as a finite float, or None (absent, not a number)."""
+        try:
+            value = float(self.metrics[name])
+        except (KeyError, ValueError):
+            return None
+        return value if value == value and abs(value) != float("inf") else None
+
+    def remaining(self, now: float | None = None) -> int | None:
+        """The ETA counted down since the report (never below 0); None when none was given."""
+        if self.estimated_remaining_seconds is None:
+            return None
+        at = times.parse(self.time)
+        gone = max(0.0, (time.time() if now is None else now) - at) if at is not None else 0.0
+        return max(0, int(self.estimated_remaining_seconds - gone))
+
+    @property
+    def loss(self) -> str | None:
+        """The training loss as reported (``loss``, else ``train_loss``), None without."""
+        for name in LOSS_METRICS:
+            if name in self.metrics:
+                return self.metrics[name]
+        return None
+
+
 class JobSummary(NamedTuple):
     """What a listing shows of a job's TrainJob (its runtime, nodes, latest progress report),
     for an executor that keeps these beside the object (the local store's listing columns): a
@@ -257,41 +294,6 @@ class Event(NamedTuple):
     timestamp: str
     involved_kind: str = "TrainJob"
     involved_name: str = ""
-
-
-class MetricSample(NamedTuple):
-    """One progress report of a job (a ``status.trainerStatus`` the job posted, KEP-2779): when
-    it was made and what it said. ``metrics`` keeps upstream's strings (``{"loss": "0.52"}``):
-    a value that is not a number is kept too, a chart skips it."""
-
-    time: str
-    metrics: Mapping[str, str] = MappingProxyType({})
-    progress_percentage: int | None = None
-    estimated_remaining_seconds: int | None = None
-
-    def number(self, name: str) -> float | None:
-        """The metric ``name`` as a finite float, or None (absent, not a number)."""
-        try:
-            value = float(self.metrics[name])
-        except (KeyError, ValueError):
-            return None
-        return value if value == value and abs(value) != float("inf") else None
-
-    def remaining(self, now: float | None = None) -> int | None:
-        """The ETA counted down since the report (never below 0); None when none was given."""
-        if self.estimated_remaining_seconds is None:
-            return None
-        at = times.parse(self.time)
-        gone = max(0.0, (time.time() if now is None else now) - at) if at is not None else 0.0
-        return max(0, int(self.estimated_remaining_seconds - gone))
-
-    @property
-    def loss(self) -> str | None:
-        """The training loss as reported (``loss``, else ``train_loss``), None without."""
-        for name in LOSS_METRICS:
-            if name in self.metrics:
-                return self.metrics[name]
-        return None
 
 
 def trainer_status_sample(trainjob: Mapping[str, Any]) -> MetricSample | None:

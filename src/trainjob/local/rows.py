@@ -13,7 +13,9 @@ latest progress report) and parses no TrainJob: :class:`StoredObject` parses one
 reads it (a label selector, ``--sort-by``).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a named tuple's string annotations are each
+# compiled (typing.ForwardRef), and the first compile() of a process builds the AST types,
+# about 3 ms of every ``trainjob get jobs`` (benchmarks/cli_startup.py).
 
 import json
 from collections.abc import Iterator, Mapping

@@ -137,3 +137,77 @@ def test_get_runtimes_reads_no_yaml_and_builds_no_model(tmp_path: Path, argv: li
     modules = loaded(tmp_path, *argv)
     assert "trainjob.catalog" in modules  # the module, light: its models load on use
     assert heavy_in(modules - {"trainjob.catalog"}) == {} and "typer" not in modules
+
+
+COMPILE_PROBE = """
+import builtins, json, sys
+calls = []
+def watch(frame, event, arg):
+    if event == "c_call" and arg is builtins.compile:
+        calls.append(f"{frame.f_code.co_filename}:{frame.f_lineno}")
+sys.setprofile(watch)
+from trainjob.cli import main
+code = main(sys.argv[1:])
+sys.setprofile(None)
+print(json.dumps({"code": code, "compiles": calls}))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv", [["version"], ["get", "jobs"], ["get", "jobs", "-o", "wide", "-A"]], ids=" ".join
+)
+def test_start_up_compiles_no_source(home_with_jobs: Path, argv: list[str]) -> None:
+    """No ``compile()`` on the way: the first one of a process builds the AST types (about 3 ms
+    on the 2-core machine). A named tuple whose module has ``from __future__ import annotations``
+    compiles each field's annotation (typing.ForwardRef): the modules of the job model, the
+    store's rows, the phases and the output format leave that import out."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env["TRAINJOB_HOME"] = str(home_with_jobs)
+    out = subprocess.run(
+        [sys.executable, "-c", COMPILE_PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["code"] == 0, out.stderr
+    assert got["compiles"] == []
+
+
+def test_the_compile_probe_sees_a_named_tuple_of_string_annotations(tmp_path: Path) -> None:
+    """The probe can see one: a named tuple made with string annotations compiles them."""
+    probe = COMPILE_PROBE.replace(
+        "from trainjob.cli import main",
+        "import typing\ntyping.NamedTuple('T', [('a', 'str')])\nfrom trainjob.cli import main",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    env["TRAINJOB_HOME"] = str(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", probe, "version"], capture_output=True, text=True, timeout=120,
+        env=env, check=False,
+    )  # fmt: skip
+    assert json.loads(out.stdout.strip().splitlines()[-1])["compiles"] != []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_main_leaves_the_cycle_collector_as_it_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    """main holds the collector off while a command starts (its imports' objects live as long
+    as the process), and gives it back as it was: a caller in the same process keeps its own."""
+    import gc
+
+    from trainjob.cli import main
+
+    monkeypatch.setenv("TRAINJOB_HOME", str(tmp_path))
+    monkeypatch.delenv("TRAINJOB_BACKEND", raising=False)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for argv in (["version"], ["get", "jobs"], ["get", "--help"]):
+            assert main(argv) == 0
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
