@@ -1,5 +1,5 @@
-"""``trainjob version``, ``get jobs`` and ``get runtimes`` answered without typer: most of their
-start-up.
+"""``trainjob version``, ``get jobs``, ``get runtimes`` and ``--help`` answered without typer: most of
+their start-up.
 
 Importing typer (and the click it carries, and the standard modules they pull in) and building
 its command tree costs more CPU than the whole listing of a local home; a user types these two
@@ -13,6 +13,13 @@ command, ``TRAINJOB_BACKEND``; then ``get jobs|job|trainjob|trainjobs``, names a
 else, ``--help``, an unknown flag, a flag without its value, a value that looks like a flag,
 an unknown backend, ``get trainjob/NAME``: None, and typer parses it, with its own errors.
 ``tests/unit/cli/test_fast.py`` runs each form both ways and compares what is printed.
+
+``trainjob [COMMAND...] --help`` (the command's words, then ``--help``, nothing else) prints
+the screen typer prints, kept in ``help.json`` beside this module (written and checked by
+:mod:`trainjob.cli.reference`), where click's would be 80 columns wide: on a terminal of 80
+columns or more (``COLUMNS``, else the terminal's width, as :func:`shutil.get_terminal_size`
+reads them), or a pipe. Typer prints any other (and builds the root's by importing every
+command module).
 """
 
 from __future__ import annotations
@@ -62,9 +69,40 @@ def _take(args: list[str], i: int, table: dict[str, str]) -> tuple[str, str, int
     return None
 
 
+def _columns() -> int:
+    """The terminal's width as :func:`shutil.get_terminal_size` reads it (``COLUMNS``, else
+    stdout's terminal, else 80), without importing shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout (None), not a terminal
+            columns = 0
+    return columns or 80
+
+
+def _help(words: list[str]) -> int | None:
+    """``trainjob *words --help`` from help.json, where its screen is the one typer prints."""
+    if _columns() < 80:
+        return None
+    import json
+
+    with open(os.path.join(os.path.dirname(__file__), "help.json"), encoding="utf-8") as f:
+        screen = json.load(f).get(" ".join(words))
+    if not isinstance(screen, str):
+        return None
+    sys.stdout.write(screen)
+    return guarded(lambda: 0)  # flushed, and a reader gone is told apart as for a listing
+
+
 def run(argv: list[str]) -> int | None:
-    """Run ``argv`` here when it is a plain ``version`` or ``get jobs``; its exit code, or None
-    when typer should parse it."""
+    """Run ``argv`` here when it is a plain ``version``, ``get jobs``, ``get runtimes`` or
+    ``--help``; its exit code, or None when typer should parse it."""
+    if argv and argv[-1] == "--help" and not any(a.startswith("-") for a in argv[:-1]):
+        return _help(argv[:-1])
     env = os.environ.get("TRAINJOB_BACKEND")
     backend = Backend.local if env is None else _backend(env)
     if backend is None:

@@ -1,15 +1,23 @@
-"""``python -m trainjob.cli.reference``: write docs/cli.md, the CLI reference, from the commands.
+"""``python -m trainjob.cli.reference``: write docs/cli.md, the CLI reference, from the commands,
+and ``src/trainjob/cli/help.json``, every command's ``--help`` screen as typer prints it.
 
 Every command, its usage line, its help text and every option (flags, default, help) come from
 the same typer/click objects that parse the command line, so the page cannot drift from the
-tool: ``--check`` (run by ``tests/unit/cli/test_reference.py``) fails with a diff when the page is
-stale. Not imported by the CLI itself.
+tool: ``--check`` (run by ``tests/unit/cli/test_reference.py``) fails with a diff when the page or
+the help screens are stale. :mod:`trainjob.cli.fast` prints a screen of help.json for a plain
+``trainjob [COMMAND...] --help`` on a terminal of 80 columns or more (click's help is 80 wide
+there), without importing typer and every command module (most of ``--help``'s start-up). Not
+imported by the CLI itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import io
+import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -22,6 +30,7 @@ from trainjob.cli import labels
 from trainjob.cli.root import _register, app
 
 PAGE = Path("docs/cli.md")
+HELP = Path("src/trainjob/cli/help.json")
 
 INTRO = """\
 # CLI reference
@@ -137,24 +146,62 @@ def render() -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+def typer_help(path: list[str]) -> str:
+    """What ``trainjob *path --help`` prints through typer, 80 columns wide (a terminal that
+    wide or wider, or a pipe: click's help is never wider)."""
+    from trainjob.cli.root import run
+
+    out = io.StringIO()
+    was = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        with contextlib.redirect_stdout(out):
+            code = run([*path, "--help"])
+    finally:
+        if was is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = was
+    assert code == 0, f"trainjob {' '.join(path)} --help exited {code}"
+    return out.getvalue()
+
+
+def help_screens() -> str:
+    """help.json: command path (``""``, ``"get"``, ``"get jobs"``) -> its ``--help`` screen, of
+    every command the reference lists."""
+    _register()
+    group: Any = typer.main.get_command(app)
+    ctx = group.make_context("trainjob", [], resilient_parsing=True)
+    paths: list[list[str]] = [[]] + [
+        full.split()[1:] for full, _, _ in _commands(group, ctx, "trainjob")
+    ]
+    screens = {" ".join(p): typer_help(p) for p in paths}
+    return json.dumps(screens, indent=1, sort_keys=True) + "\n"
+
+
+def _stale(path: Path, text: str) -> bool:
+    old = path.read_text() if path.exists() else ""
+    if old == text:
+        return False
+    diff = difflib.unified_diff(old.splitlines(True), text.splitlines(True), str(path), "generated")
+    sys.stdout.writelines(diff)
+    print(f"error: {path} is stale; run `python -m trainjob.cli.reference`")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainjob.cli.reference")
     parser.add_argument("--out", type=Path, default=PAGE, help="the page to write")
+    parser.add_argument("--help-out", type=Path, default=HELP, help="the help screens to write")
     parser.add_argument("--check", action="store_true", help="exit 1 with a diff if stale")
     args = parser.parse_args(argv)
-    text = render()
+    made = {args.out: render(), args.help_out: help_screens()}
     if args.check:
-        old = args.out.read_text() if args.out.exists() else ""
-        if old != text:
-            diff = difflib.unified_diff(
-                old.splitlines(True), text.splitlines(True), str(args.out), "generated"
-            )
-            sys.stdout.writelines(diff)
-            print(f"error: {args.out} is stale; run `python -m trainjob.cli.reference`")
-            return 1
-        return 0
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
+        stale = [path for path, text in made.items() if _stale(path, text)]
+        return 1 if stale else 0
+    for path, text in made.items():
+        path.write_text(text)
+        print(f"wrote {path}")
     return 0
 
 

@@ -1,5 +1,5 @@
-"""cli/fast.py answers ``version`` and plain ``get jobs`` without typer, and prints what typer's
-command prints: each command line here runs once through :func:`trainjob.cli.main` (the fast
+"""cli/fast.py answers ``version``, plain ``get jobs``/``get runtimes`` and ``--help`` without typer,
+and prints what typer's command prints: each command line here runs once through :func:`trainjob.cli.main` (the fast
 way, when it takes it) and once through typer alone (:func:`trainjob.cli.root.run`), each in a
 fresh interpreter on the same home, and the exit codes, stdout and stderr must be the same;
 lines it must leave to typer (``--help``, a flag without its value, an unknown flag, a kind/name)
@@ -30,11 +30,14 @@ AGE = re.compile(r"\b\d+(?:d\d*h?|h\d*m?|m\d*s?|s)\b")
 
 
 def trainjob(
-    home: Path, probe: str, argv: list[str], backend: str | None
+    home: Path, probe: str, argv: list[str], backend: str | None, columns: str | None = None
 ) -> tuple[int, str, str, bool]:
     out = home.parent / "probe.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
+    drop = ("KUBECONFIG", "TRAINJOB_BACKEND", "COLUMNS")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(TRAINJOB_HOME=str(home), PROBE_OUT=str(out))
+    if columns is not None:
+        env["COLUMNS"] = columns
     if backend is not None:
         env["TRAINJOB_BACKEND"] = backend
     res = subprocess.run(
@@ -86,9 +89,22 @@ TAKEN = [
     ["get", "runtimes", "torch-distributed", "-o", "yaml"],
     ["get", "runtimes", "--output=name", "--namespace=other"],
     ["get", "runtimes", "-o", "bogus"],
+    ["--help"],
+    ["version", "--help"],
+    ["get", "--help"],
+    ["get", "jobs", "--help"],
+    ["get", "runtimes", "--help"],
+    ["run", "--help"],
+    ["logs", "--help"],
+    ["describe", "runtime", "--help"],
+    ["controller", "--help"],
 ]
 LEFT = [
-    ["get", "jobs", "--help"],
+    ["get", "jobs", "-A", "--help"],
+    ["--backend", "local", "--help"],
+    ["get", "job", "--help"],
+    ["nope", "--help"],
+    ["get", "nope", "--help"],
     ["get", "jobs", "-n"],
     ["get", "jobs", "-n", "-A"],
     ["get", "jobs", "--bogus"],
@@ -101,7 +117,6 @@ LEFT = [
     ["get", "jobs", "--backend", "local"],
     ["get", "runtimes", "-A"],
     ["get", "runtimes", "-l", "a=b"],
-    ["get", "runtimes", "--help"],
     ["get", "runtime/torch-distributed"],
     ["version", "extra"],
     ["get"],
@@ -160,6 +175,30 @@ def test_the_runtimes_listing_shows_stored_ones_over_built_in_ones(home: Path) -
     assert rows["mpi-distributed"][:2] == ["ClusterTrainingRuntime", "mpi"]
     code, out, _, _ = trainjob(home, FAST, ["get", "runtimes", "-n", "other"], None)
     assert "team-other" in out and "team-default" not in out
+
+
+@pytest.mark.parametrize(
+    ("columns", "fast"), [("80", True), ("200", True), ("79", False), ("40", False), ("x", True)]
+)
+@pytest.mark.parametrize("argv", [["--help"], ["get", "jobs", "--help"]], ids=" ".join)
+def test_help_is_taken_where_its_screen_is_80_columns_wide(
+    home: Path, argv: list[str], columns: str, fast: bool
+) -> None:
+    """click's help is 80 columns wide on a terminal as wide or wider (help.json's screens); on a
+    narrower one typer wraps it to the width."""
+    got = trainjob(home, FAST, argv, None, columns)
+    assert got[3] is not fast
+    assert got[:3] == trainjob(home, TYPER, argv, None, columns)[:3]
+
+
+def test_the_help_screens_are_the_commands_help(home: Path) -> None:
+    """What is compared above is real help: the usage line and the options of the command."""
+    code, out, _, typer = trainjob(home, FAST, ["get", "jobs", "--help"], None)
+    assert code == 0 and not typer
+    assert out.startswith("Usage: trainjob get jobs [OPTIONS] [NAME]...")
+    assert "--sort-by" in out and "--no-headers" in out
+    code, out, _, _ = trainjob(home, FAST, ["--help"], None)
+    assert "Commands:" in out and "describe" in out and "--backend" in out
 
 
 @pytest.mark.parametrize(

@@ -21,3 +21,19 @@ def test_every_command_has_a_section_with_its_options() -> None:
     for command in ("run", "get jobs", "get runtimes", "describe job", "logs", "delete", "crds"):
         assert f"## `trainjob {command}`" in text, command
     assert "| `-n`, `--namespace NAMESPACE` |" in text and "<str>" not in text
+
+
+def test_the_help_screens_are_current() -> None:
+    """help.json holds each command's --help as typer prints it (cli/fast.py prints it)."""
+    assert (REPO / reference.HELP).read_text() == reference.help_screens(), (
+        "src/trainjob/cli/help.json is stale: run `python -m trainjob.cli.reference`"
+    )
+
+
+def test_the_help_screens_are_every_commands() -> None:
+    import json
+
+    screens = json.loads(reference.help_screens())
+    assert {"", "get", "get jobs", "get runtimes", "run", "logs", "describe job"} <= set(screens)
+    assert screens["get jobs"] == reference.typer_help(["get", "jobs"])
+    assert screens[""].startswith("Usage: trainjob [OPTIONS] COMMAND [ARGS]...")
