@@ -34,8 +34,31 @@ the model's logits and computes those metrics on logging steps only (every step 
 ``--logging_steps=1``); the plain loop and torchtune compute neither. The step-1 losses printed
 must agree (same weights, same tokens): a check that the engines train the same thing.
 
-Modes: full, lora, dora (LoRA r 16, alpha 32, dropout 0.05 on q_proj and v_proj), qlora
-(``--load_in_4bit``, bitsandbytes' CPU backend; not in the default set: slow here).
+Modes: full, lora, dora (LoRA r 16, alpha 32, dropout 0.05 on q_proj and v_proj), qlora (the
+same LoRA on a 4-bit NF4 base, compute in fp32: ``--load_in_4bit`` for trainjob and trl,
+``BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")`` in the plain loop, both
+bitsandbytes' CPU backend; torchtune's ``quantize_base: True``, torchao 0.15's NF4, which
+quantizes the same weights to other values: its step-1 loss differs). qlora is not in the
+default set (each run quantizes the model first, slow here). Measured 2026-12-02 on this
+project's shared 2-core machine at load 10.8-15.8, medians of 2 rounds:
+
+    .venv/bin/python benchmarks/finetune.py --modes qlora --engines trainjob hf trl torchtune \\
+        --steps 8 --seq 64 --batch 4 --threads 1 --repeat 2
+
+    mode  engine        tokens/s  ratio tokens/CPU-s  ratio first step s peak RSS MiB step-1 loss
+    qlora trainjob         108.1   0.73        446.5   0.97         49.4         1362      9.0615
+    qlora hf                92.0               458.2                42.9         1210      9.0615
+    qlora trl              147.5               408.9                33.2         1356      9.0610
+    qlora torchtune         92.0               273.5                92.4         1306      9.0577
+
+(tokens/s at this load measures the neighbours: trl's rounds caught quieter minutes; per CPU
+second the rounds were trainjob 456.0 / 437.1, plain loop 430.8 / 485.6.) trainjob is 1.09x
+TRL's own script and 1.63x torchtune per CPU second and 0.97x the plain loop, whose step
+computes no per-step metrics (trainjob's entropy and token accuracy are about 2.6% of a QLoRA
+step at ``--logging_steps=1``; py-spy: 60% of trainjob's step is bitsandbytes' dequantize and
+matmul, against 64% of the plain loop's). Before this run trainjob (as TRL's script still does)
+trained the adapter in bf16, TRL's cast for quantized models, and lost AdamW's small steps:
+loss 8.4709 against the plain loop's 8.4332 after 20 steps, now 8.4330.
 
 Each engine runs in its own process; this script timestamps its stdout lines (PYTHONUNBUFFERED):
 time to first step is from starting the process to its first step line, tokens/s is
@@ -52,7 +75,7 @@ Medians over ``--repeat`` rounds, engines alternating within each round.
     .venv/bin/python benchmarks/finetune.py [--modes full lora dora] [--steps 12] [--batch 4]
         [--seq 256] [--threads 2] [--repeat 1] [--hidden 512 --layers 8]
 
-Not measured here: GPU runs (none on this machine).
+Not measured here: GPU runs (none on this machine), QLoRA on a GPU.
 """
 
 from __future__ import annotations
