@@ -9,11 +9,31 @@ TrainJobs and Plans, no process started).
 
     .venv/bin/python benchmarks/cli_startup.py [--repeat 15] [--jobs 20]
 
-Target: ``trainjob get jobs`` under 150 ms on the local backend (the median wall time), which is
-about 3-7x ``python -c pass`` (22-47 ms where the issue was measured). Prints, per command: the
-median, p95 and min wall ms, the median of the pairwise ratios to ``python -c pass``, and the
-median CPU ms (user + system) with its ratio to the reference's: the steadier number on a shared
-machine, where wall time is partly waiting for a core.
+Target: ``trainjob get jobs`` under 150 ms on the local backend (the median wall time), about
+3-7x ``python -c pass``. Prints, per command: the median, p95 and min wall ms, the median of the
+pairwise ratios to ``python -c pass`` (``x ref``), the median CPU ms (user + system) with its
+ratio to the reference's, and the median of the CPU ms each run took above the reference run
+just before it (``cpu-ref``): the steadier numbers on a shared machine, where wall time is
+partly waiting for a core. ``logs -f --help`` is a help screen typer prints (an option before
+``--help``), for scale.
+
+On the 2-core development machine, shared and busy (load 11.8, 9 rounds, 2026-12-02)::
+
+    command                            wall ms   p95   min  x ref  cpu ms  x ref cpu-ref
+    trainjob version                        75   124    44   2.4x      27   2.1x      14
+    trainjob get jobs (empty home)         104   131    72   2.9x      41   3.3x      28
+    trainjob get jobs (20 jobs)            126   136    86   3.7x      44   3.5x      31
+    trainjob get runtimes                  104   169    84   3.5x      41   3.3x      29
+    trainjob --help                         72    94    48   2.0x      27   2.1x      14
+    trainjob get --help                     71   107    50   2.1x      27   2.1x      14
+    trainjob logs --help (typer)           178   318   120   6.3x      84   6.6x      71
+    python -c pass (the reference)          35    51    20   1.0x      13   1.0x       0
+
+Before (load 13.3, the same day): ``get jobs`` 75 ms of CPU (20 jobs, and an empty home),
+``get runtimes`` 76, ``version`` 44, ``--help`` 198, ``python -c pass`` 18. Instruction counts
+(``valgrind --tool=cachegrind``, which a loaded machine does not change; ``python -c pass``
+40.3M): ``get jobs`` of an empty home 176.9M -> 143.1M, ``--help`` 478M -> 88.9M, ``version``
+99M -> 90M.
 """
 
 from __future__ import annotations
@@ -94,6 +114,8 @@ def main() -> int:
         get_label: ([trainjob, "get", "jobs"], env),
         "trainjob get runtimes": ([trainjob, "get", "runtimes"], env),
         "trainjob --help": ([trainjob, "--help"], env),
+        "trainjob get --help": ([trainjob, "get", "--help"], env),
+        "trainjob logs --help (typer)": ([trainjob, "logs", "-f", "--help"], env),
     }
     # Warm the page cache and the bytecode: these runs may write .pyc files (PYTHONDONTWRITEBYTECODE
     # dropped), as pip's install compiles them for a user; a source file changed since its .pyc
@@ -103,6 +125,7 @@ def main() -> int:
     times: dict[str, list[float]] = {label: [] for label in commands}
     cpus: dict[str, list[float]] = {label: [] for label in commands}
     ratios: dict[str, list[float]] = {label: [] for label in commands}
+    ref_cpu_of: dict[str, list[float]] = {label: [] for label in commands}
     refs: list[float] = []
     ref_cpus: list[float] = []
     for _ in range(args.repeat):  # round-robin: every command in every round, each after a ref
@@ -110,6 +133,7 @@ def main() -> int:
             ref = once(reference, e)
             refs.append(ref)
             ref_cpus.append(CPU_MS[-1])
+            ref_cpu_of[label].append(CPU_MS[-1])
             took = once(argv, e)
             times[label].append(took)
             cpus[label].append(CPU_MS[-1])
@@ -117,22 +141,29 @@ def main() -> int:
     print(f"trainjob CLI start-up, {args.repeat} rounds, each command after a `python -c pass`")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     header = (
-        f"{'command':<34}{'median ms':>10}{'p95':>7}{'min':>7}{'x python -c pass':>18}"
-        f"{'cpu ms':>8}{'x':>7}"
+        f"{'command':<34}{'wall ms':>8}{'p95':>6}{'min':>6}{'x ref':>7}"
+        f"{'cpu ms':>8}{'x ref':>7}{'cpu-ref':>8}"
     )
     print(header)
     print("-" * len(header))
     ref_cpu = statistics.median(ref_cpus)
     for label in commands:
         cpu = statistics.median(cpus[label])
+        above = statistics.median(
+            c - r for c, r in zip(cpus[label], ref_cpu_of[label], strict=True)
+        )
         print(
-            f"{label:<34}{statistics.median(times[label]):>10.0f}{p95(times[label]):>7.0f}"
-            f"{min(times[label]):>7.0f}{statistics.median(ratios[label]):>17.1f}x"
-            f"{cpu:>8.0f}{cpu / max(ref_cpu, 1.0):>6.1f}x"
+            f"{label:<34}{statistics.median(times[label]):>8.0f}{p95(times[label]):>6.0f}"
+            f"{min(times[label]):>6.0f}{statistics.median(ratios[label]):>6.1f}x"
+            f"{cpu:>8.0f}{cpu / max(ref_cpu, 1.0):>6.1f}x{above:>8.0f}"
         )
     print(
-        f"{'python -c pass (reference)':<34}{statistics.median(refs):>10.0f}{p95(refs):>7.0f}"
-        f"{min(refs):>7.0f}{1.0:>17.1f}x{ref_cpu:>8.0f}{1.0:>6.1f}x"
+        f"{'python -c pass (the reference)':<34}{statistics.median(refs):>8.0f}{p95(refs):>6.0f}"
+        f"{min(refs):>6.0f}{1.0:>6.1f}x{ref_cpu:>8.0f}{1.0:>6.1f}x{0:>8.0f}"
+    )
+    print(
+        "x ref: the median of each run's ratio to the python -c pass run just before it; "
+        "cpu-ref: the median of the CPU ms each run took above that run's"
     )
     for label in ("trainjob get jobs (empty home)", get_label):
         got = statistics.median(times[label])

@@ -58,17 +58,21 @@ Shell completion (commands, options, choices): `source <(trainjob completion bas
 `trainjob completion zsh > "${fpath[1]}/_trainjob"`, or
 `trainjob completion fish > ~/.config/fish/completions/trainjob.fish`.
 
-Start-up: `trainjob version`, `trainjob get jobs` and `trainjob get runtimes` import neither typer
-nor pydantic, rich, YAML or a Kubernetes client (nor dataclasses, logging, subprocess: the job
-model and the store's rows are plain classes and named tuples), and other commands import only
-what they use; `get runtimes` lists the built-in runtimes from a JSON copy of their files kept in
-`$TRAINJOB_HOME/cache` (made again when the files change). `python benchmarks/cli_startup.py`
-measures it (wall and CPU, median and p95, each command right after a `python -c pass`). On the
-2-core development machine, shared and busy (load 7-8), alternating runs of the code before
-(e7b8812) and after: `get jobs` of 20 jobs 157-182 ms of CPU, 7.1-7.3x `python -c pass` -> 88-114
-ms, 4.1-4.4x; `get runtimes` 590-840 ms, 27-33x -> 97-114 ms, 4.4-4.5x; `version` 70-99 -> 54-64
-ms; `python -c pass` 21-26 ms. The wall time there is mostly waiting for a core (`python -c pass`
-itself took 48-119 ms); an idle core runs `get jobs` in about its CPU time.
+Start-up: `trainjob version`, `trainjob get jobs`, `trainjob get runtimes` and a plain
+`trainjob [COMMAND...] --help` import neither typer nor pydantic, rich, YAML or a Kubernetes
+client (nor dataclasses, logging, subprocess or signal: the job model and the store's rows are
+plain classes and named tuples), and other commands import only what they use; `get runtimes`
+lists the built-in runtimes from a JSON copy of their files kept in `$TRAINJOB_HOME/cache` (made
+again when the files change), and `--help` prints the screen typer would, kept in the package
+(`cli/help.json`; a terminal narrower than 80 columns gets typer's own). `python
+benchmarks/cli_startup.py` measures it: wall and CPU ms of each command, each run right after a
+`python -c pass`, and the ratios to it. On the 2-core development machine, shared and busy (load
+11.8): `get jobs` of 20 jobs 44 ms of CPU, 31 ms above `python -c pass` (13 ms), 126 ms wall;
+with an empty home 41 ms, 104 ms wall; `get runtimes` 41 ms; `version`, `--help` and
+`get --help` 27 ms; a help typer prints (`logs -f --help`) 84 ms. The same machine at load 13,
+before (2026-12-02): `get jobs` 75 ms, `--help` 198 ms, `version` 44 ms, `python -c pass` 18
+ms. The wall time there is mostly waiting for a core (`python -c pass` itself took 35 ms); an
+idle core runs a command in about its CPU time.
 
 This page is generated from the commands themselves (`python -m trainjob.cli.reference`);
 `trainjob COMMAND --help` prints the same.

@@ -112,6 +112,7 @@ LISTING_NEEDS_NONE = {
     "inspect": "imported by dataclasses",
     "logging": "the local executor's logger loads on its first message",
     "subprocess": "a supervisor or a pod is started elsewhere (local/launch.py, local/procs.py)",
+    "signal": "local/procs.py sends SIGKILL and SIGTERM by their numbers",
     "ctypes": "the process table of a dead job (local/ptree.py), a child's prctl",
     "shutil": "removing a job's files, a disk's free space",
     "queue": "following several pods' logs (executor/base.py)",
@@ -223,3 +224,11 @@ def test_main_leaves_the_cycle_collector_as_it_found_it(
             assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_the_signal_numbers_procs_sends_are_signals() -> None:
+    import signal
+
+    from trainjob.local import procs
+
+    assert (procs._SIGKILL, procs._SIGTERM) == (signal.SIGKILL, signal.SIGTERM)
