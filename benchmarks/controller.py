@@ -123,10 +123,10 @@ sys.path.insert(0, str(REPO))
 from tests.integration import upstream_harness  # noqa: E402
 
 from trainjob.api.load import parse  # noqa: E402
-from trainjob.controller.http import free_port  # noqa: E402
 from trainjob.kube import Client  # noqa: E402
 from trainjob.kube import resources as r  # noqa: E402
 from trainjob.kube.errors import Gone  # noqa: E402
+from trainjob.ports import free_port  # noqa: E402
 from trainjob.runtime import compile  # noqa: E402
 
 Obj = dict[str, Any]

@@ -50,12 +50,12 @@ from tests.integration.controller_harness import builtin_runtime  # noqa: E402
 
 import trainjob  # noqa: E402
 from trainjob import progress  # noqa: E402
-from trainjob.controller.http import free_port  # noqa: E402
 from trainjob.core import trainerstatus as ts  # noqa: E402
 from trainjob.kube import Client  # noqa: E402
 from trainjob.kube import resources as r  # noqa: E402
 from trainjob.local import statusserver  # noqa: E402
 from trainjob.local.store import JobRow, ReportRow, Store  # noqa: E402
+from trainjob.ports import free_port  # noqa: E402
 
 METRICS = {f"metric_{i}": 0.5 + i for i in range(10)}
 

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import yaml
 
-from trainjob.controller.http import free_port
 from trainjob.controller.webhooks.serving import DEV_MUTATING, DEV_VALIDATING
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import Conflict, NotFound
+from trainjob.ports import free_port
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ControlPlane

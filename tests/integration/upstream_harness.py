@@ -34,11 +34,11 @@ from typing import Any
 import yaml
 from tests.integration.controller_harness import http_get
 
-from trainjob import certs
-from trainjob.controller.http import free_ports
+from trainjob import certs, ports
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError, Forbidden
+from trainjob.ports import free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "hack" / "build-upstream-controller.sh"
@@ -245,6 +245,15 @@ class Upstream:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def lost_a_port(self) -> bool:
+        """Whether the (exited) binary found a port of its taken: its log says so, or one is
+        still bound by another process. The log alone is not enough: when the webhook server
+        cannot listen, the manager stops, and upstream's main may exit on the setup error that
+        follows ("can't accept new runnable as stop procedure is already engaged") before the
+        listen error is logged."""
+        picked = (self.webhook_port, self.health_port, self.metrics_port)
+        return ADDRESS_IN_USE in self.log() or not all(map(ports.port_is_free, picked))
+
     def stop(self, timeout: float = 20) -> int | None:
         for obj in self.registered:
             res = (
@@ -331,7 +340,7 @@ def start(
                 time.sleep(0.2)
             break
         except RuntimeError:
-            if up.alive() or ADDRESS_IN_USE not in up.log() or attempt == PORT_ATTEMPTS:
+            if up.alive() or not up.lost_a_port() or attempt == PORT_ATTEMPTS:
                 up.stop()
                 raise
             up.proc.wait(5)  # exited: reaped; its certificates (under workdir/tmp) serve the next

@@ -443,21 +443,3 @@ def serve(
     server = Server(sock, routes, name, ssl_context, handler, max_body, inline)
     log.info("serving %s on %s:%d", name, family_host, server.port)
     return server
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (for tests and --*-port 0 reporting)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` free ports, no two alike: each probe socket is closed before the next one binds,
-    so the kernel may hand the same port back (two servers of one process then collide)."""
-    ports: list[int] = []
-    while len(ports) < n:
-        port = free_port(host)
-        if port not in ports:
-            ports.append(port)
-    return ports

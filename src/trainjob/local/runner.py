@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from trainjob.local import mpi, pods, procs
+from trainjob import ports
+from trainjob.local import mpi, pods
 from trainjob.local.podrun import PodRun
 from trainjob.runtime.plan import Plan
 
@@ -111,7 +112,7 @@ class ProcessRunner:
         return problems
 
     def new_attempt(self, plan: Plan, templates: list[pods.PodTemplate]) -> None:
-        self.network = pods.network_for(plan, templates, procs.free_port)
+        self.network = pods.network_for(plan, templates, ports.free_port)
 
     def build(
         self,

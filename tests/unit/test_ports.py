@@ -1,5 +1,5 @@
-"""The local ports a job's pods get (``procs.free_port``, through ``network_for``): picked free
-below the kernel's ephemeral range, which the kernel hands out itself (outgoing connections'
+"""Free ports named to a server before it starts (``trainjob.ports``: the local ports a job's
+pods get through ``network_for``; the tests' and benchmarks' too): picked free below the kernel's ephemeral range, which the kernel hands out itself (outgoing connections'
 local ports, other servers' port 0) and could give away before the pod's process binds the port;
 a port taken by then is passed over; where the range leaves no room, any free port."""
 
@@ -11,24 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from trainjob.local import procs
+from trainjob import ports
 
 
 def test_a_port_below_the_ephemeral_range_that_can_be_bound() -> None:
-    lo, _ = procs.ephemeral_ports()
+    lo, _ = ports.ephemeral_ports()
     for _ in range(20):
-        port = procs.free_port()
-        if lo - procs.PICK_FROM >= 1000:
-            assert procs.PICK_FROM <= port < lo, (port, lo)
+        port = ports.free_port()
+        if lo - ports.PICK_FROM >= 1000:
+            assert ports.PICK_FROM <= port < lo, (port, lo)
         with socket.socket() as s:
             s.bind(("", port))  # free indeed (nothing else bound it meanwhile, on this machine)
 
 
 def test_a_port_something_already_holds_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(procs, "ephemeral_ports", lambda: (32768, 60999))
+    monkeypatch.setattr(ports, "ephemeral_ports", lambda: (32768, 60999))
     with socket.socket() as held:
         held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        for candidate in range(procs.PICK_FROM, 32768):  # one this test can hold
+        for candidate in range(ports.PICK_FROM, 32768):  # one this test can hold
             try:
                 held.bind(("", candidate))
                 break
@@ -43,16 +43,16 @@ def test_a_port_something_already_holds_is_passed_over(monkeypatch: pytest.Monke
             return calls[-1]
 
         monkeypatch.setattr(random, "randrange", randrange)
-        assert not procs.port_is_free(candidate)
-        port = procs.free_port()
+        assert not ports.port_is_free(candidate)
+        port = ports.free_port()
     assert calls[:2] == [candidate, candidate] and len(calls) >= 3
-    assert port == calls[-1] != candidate and procs.PICK_FROM <= port < 32768
+    assert port == calls[-1] != candidate and ports.PICK_FROM <= port < 32768
 
 
 def test_the_kernels_choice_where_the_range_leaves_no_room(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(procs, "ephemeral_ports", lambda: (1024, 65535))
+    monkeypatch.setattr(ports, "ephemeral_ports", lambda: (1024, 65535))
     monkeypatch.setattr(random, "randrange", lambda *_: pytest.fail("no random pick expected"))
-    assert 0 < procs.free_port() < 65536
+    assert 0 < ports.free_port() < 65536
 
 
 def test_the_range_is_read_from_the_kernel_or_linuxs_default(
@@ -60,9 +60,9 @@ def test_the_range_is_read_from_the_kernel_or_linuxs_default(
 ) -> None:
     f = tmp_path / "ip_local_port_range"
     f.write_text("40000\t50000\n")
-    monkeypatch.setattr(procs, "EPHEMERAL_RANGE", f)
-    assert procs.ephemeral_ports() == (40000, 50000)
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE", f)
+    assert ports.ephemeral_ports() == (40000, 50000)
     f.write_text("garbage\n")
-    assert procs.ephemeral_ports() == (32768, 60999)
-    monkeypatch.setattr(procs, "EPHEMERAL_RANGE", tmp_path / "absent")
-    assert procs.ephemeral_ports() == (32768, 60999)
+    assert ports.ephemeral_ports() == (32768, 60999)
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE", tmp_path / "absent")
+    assert ports.ephemeral_ports() == (32768, 60999)
