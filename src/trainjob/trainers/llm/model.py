@@ -225,3 +225,18 @@ def keep_adapter_dtype(model: Any) -> int:
             param.data = param.data.to(dtype)
             cast += 1
     return cast
+
+
+def quiet_bitsandbytes() -> None:
+    """Keep bitsandbytes' import-time notice off stderr.
+
+    peft imports bitsandbytes whenever it is installed, LoRA or not, and on a CPU with AVX-512
+    BF16 bitsandbytes logs, on import, that it could not fetch a faster CPU kernel from the Hub
+    (``Failed to load CPU gemm_4bit_forward from kernels-community: No module named
+    'kernels'...``), through Python's last-resort handler: a line on every run's stderr, before
+    a failed run's one ``error:`` line. Its CPU backend works without that kernel (QLoRA
+    above); only errors are kept. Called first by each front end's training process.
+    """
+    import logging
+
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)

@@ -38,6 +38,7 @@ format_epoch = engine.format_epoch
 
 def train(cfg: config_mod.TrainConfig) -> None:
     """Run the whole fine-tune described by ``cfg`` in this process (one rank of the job)."""
+    model.quiet_bitsandbytes()
     import torch
 
     distributed = "WORLD_SIZE" in os.environ and "RANK" in os.environ

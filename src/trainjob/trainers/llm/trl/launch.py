@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from trainjob import extras
 from trainjob.trainers.llm import checkpoint
 from trainjob.trainers.llm import launch as tune_launch
+from trainjob.trainers.llm import model as llm_model
 from trainjob.trainers.llm.errors import TrainerError
 from trainjob.trainers.llm.trl import data, methods, train
 
@@ -49,6 +50,7 @@ def preflight(p: methods.Parsed) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``METHOD --flag value ...``; returns the exit code."""
+    llm_model.quiet_bitsandbytes()  # TRL's parser imports peft, which imports bitsandbytes
     args = list(sys.argv[1:] if argv is None else argv)
     missing = extras.message("trainjob's trl (TRL fine-tuning)", NEEDS)
     if missing:

@@ -184,6 +184,7 @@ def train(p: methods.Parsed) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of a training process: ``METHOD --flag value ...``; exit code."""
+    llm_model.quiet_bitsandbytes()
     import torch
 
     args = list(sys.argv[1:] if argv is None else argv)
