@@ -7,12 +7,12 @@ with the names of upstream ``kubeflow.trainer``) is imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from trainjob import lazy
 from trainjob.errors import FieldError, InvalidError, TrainJobError
 
 __version__ = "0.1.0"
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see trainjob.lazy)
 
 if TYPE_CHECKING:
     from trainjob.client.client import (

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see trainjob.lazy)
+if TYPE_CHECKING:
+    from typing import Any
+
+    _Dict = dict[str, Any]
+else:
+    _Dict = dict
 
 
 class ErrorType(StrEnum):
@@ -39,7 +46,7 @@ class ErrorType(StrEnum):
 _OMIT = object()
 
 
-class GoStruct(dict[str, Any]):
+class GoStruct(_Dict):
     """A dict that stands for a Go struct: :func:`format_value` prints its keys in this order
     (Go's ``encoding/json`` prints struct fields in declaration order, map keys sorted)."""
 

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+"""typing.TYPE_CHECKING (mypy reads any ``TYPE_CHECKING``), without importing typing: with
+what it imports (collections, contextlib, functools) about 15M instructions, ~5 ms, of
+``trainjob version`` and ``trainjob --help``, whose modules (``trainjob``, ``trainjob.api``,
+this one, ``trainjob.errors``, ``trainjob.cli``) need no typing name at run time."""
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 
 def exports(

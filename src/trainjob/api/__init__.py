@@ -6,9 +6,9 @@ that ``kubectl`` would accept (camelCase, no nulls) via :func:`trainjob.api.base
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from trainjob import lazy
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see trainjob.lazy)
 
 if TYPE_CHECKING:
     from trainjob.api.base import to_dict

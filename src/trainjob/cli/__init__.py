@@ -14,12 +14,15 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
 
 from trainjob import text
 from trainjob.errors import ErrorList, InvalidError, TrainJobError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see trainjob.lazy)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 HELP_STYLE = None
 """typer's ``rich_markup_mode`` for every command: None is click's plain help, as kubectl's is

@@ -232,3 +232,15 @@ def test_the_signal_numbers_procs_sends_are_signals() -> None:
     from trainjob.local import procs
 
     assert (procs._SIGKILL, procs._SIGTERM) == (signal.SIGKILL, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("argv", [["version"], ["--help"], ["get", "--help"]], ids=" ".join)
+def test_version_and_help_load_no_typing(tmp_path: Path, argv: list[str]) -> None:
+    """Their modules (trainjob, trainjob.api, lazy, errors, the CLI's) name typing's types
+    under ``TYPE_CHECKING`` only: typing and what it imports are about 5 ms of them."""
+    assert "typing" not in loaded(tmp_path, *argv)
+
+
+def test_the_probe_sees_typing_where_a_command_needs_it(home_with_jobs: Path) -> None:
+    """``get jobs`` builds named tuples (typing.NamedTuple)."""
+    assert "typing" in loaded(home_with_jobs, "get", "jobs")
