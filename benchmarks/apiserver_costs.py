@@ -9,8 +9,10 @@ serves them; started with ``--namespace`` of another namespace, so it reconciles
 The objects are the ones trainjob's controller writes for a ``torch-distributed`` TrainJob of 2
 nodes (compiled by the same compiler, the status server's env and volume included):
 
-* ``JobSet create`` — the floor's write (``benchmarks/controller.py`` creates these directly);
-* ``JobSet server-side apply`` — the controller's (field manager ``trainjob``, forced);
+* ``JobSet create`` — the floor's write (``benchmarks/controller.py`` creates these directly,
+  without the status server's env, volume and CA), and the same with them;
+* ``JobSet server-side apply`` — the controller's (field manager ``trainjob``, forced; with the
+  status server's env, volume and CA);
 * ``TrainJob create`` — without webhooks, and with trainjob's (the apiserver's calls a create
   are printed: 2 before the defaulter's ``matchConditions``, 1 since);
 * ``runtime snapshot ConfigMap create`` — the JobSet's sibling; ``tls-config ConfigMap create``
@@ -120,8 +122,9 @@ def namespace(kube: Client, name: str) -> str:
 def plans(
     n: int, ns: str, runtime_doc: Obj, server: StatusServer
 ) -> list[tuple[Obj, Obj, Obj, Obj]]:
-    """(TrainJob, JobSet, snapshot ConfigMap, tls-config ConfigMap) of ``n`` TrainJobs, as the
-    controller writes them (the JobSet's owner a made-up uid: nothing here collects garbage)."""
+    """(TrainJob, JobSet, snapshot ConfigMap, tls-config ConfigMap, JobSet without the status
+    server) of ``n`` TrainJobs, as the controller writes them (the JobSet's owner a made-up uid:
+    nothing here collects garbage)."""
     runtime = parse(runtime_doc)
     out = []
     for i in range(n):
@@ -138,7 +141,8 @@ def plans(
             },
             "data": {"ca.crt": server.ca_cert},
         }
-        out.append((tj, plan.jobset, runtimes.snapshot_configmap(owner, runtime_doc), tls))
+        plain = compile(parse(owner), runtime, CompileOptions(resume_env=True)).jobset  # type: ignore[arg-type]
+        out.append((tj, plan.jobset, runtimes.snapshot_configmap(owner, runtime_doc), tls, plain))
     return out
 
 
@@ -165,6 +169,7 @@ def main() -> None:
         labels = [
             "JobSet create (the floor's write)",
             "JobSet server-side apply (the controller's)",
+            "JobSet create, + status server env/volume/CA",
             "TrainJob create, no webhooks",
             "TrainJob create, trainjob's webhooks",
             "runtime snapshot ConfigMap create",
@@ -187,7 +192,8 @@ def main() -> None:
         for rnd in range(args.rounds):
             print(f"round {rnd + 1} ...", flush=True)
             ns = {
-                k: namespace(kube, f"cost-{tag}-{rnd}-{k}") for k in ("js", "ssa", "tj", "wh", "cm")
+                k: namespace(kube, f"cost-{tag}-{rnd}-{k}")
+                for k in ("js", "ssa", "full", "tj", "wh", "cm")
             }
             p = plans(args.n, ns["js"], stored, server)
             t = threads = args.threads
@@ -196,24 +202,28 @@ def main() -> None:
                 return {**obj, "metadata": {**obj["metadata"], "namespace": to}}
 
             write_burst(
-                costs[labels[0]], pids, [x[1] for x in p], lambda o: kube.create(r.JOBSETS, o), t
+                costs[labels[0]], pids, [x[4] for x in p], lambda o: kube.create(r.JOBSETS, o), t
             )
             write_burst(
                 costs[labels[1]], pids, [moved(x[1], ns["ssa"]) for x in p],
                 lambda o: kube.apply(o, resource=r.JOBSETS), t,
             )  # fmt: skip
+            write_burst(
+                costs[labels[2]], pids, [moved(x[1], ns["full"]) for x in p],
+                lambda o: kube.create(r.JOBSETS, o), t,
+            )  # fmt: skip
             tjs = [moved(x[0], ns["tj"]) for x in p]
-            write_burst(costs[labels[2]], pids, tjs, lambda o: kube.create(r.TRAINJOBS, o), t)
+            write_burst(costs[labels[3]], pids, tjs, lambda o: kube.create(r.TRAINJOBS, o), t)
             write_burst(
-                costs[labels[4]], pids, [moved(x[2], ns["cm"]) for x in p],
+                costs[labels[5]], pids, [moved(x[2], ns["cm"]) for x in p],
                 lambda o: kube.create(r.CONFIGMAPS, o), t,
             )  # fmt: skip
             write_burst(
-                costs[labels[5]], pids, [moved(x[3], ns["cm"]) for x in p],
+                costs[labels[6]], pids, [moved(x[3], ns["cm"]) for x in p],
                 lambda o: kube.create(r.CONFIGMAPS, o), t,
             )  # fmt: skip
             write_burst(
-                costs[labels[6]], pids, tjs,
+                costs[labels[7]], pids, tjs,
                 lambda o: kube.patch_status(
                     r.TRAINJOBS, o["metadata"]["name"], o["metadata"]["namespace"], status_patch
                 ),
@@ -228,7 +238,7 @@ def main() -> None:
                 bench.burst(kube, [bench.trainjob("warm", ns["wh"])], r.TRAINJOBS, 1)
                 hooks = bench.webhook_seconds(kube)
                 write_burst(
-                    costs[labels[3]], pids, [moved(x[0], ns["wh"]) for x in p],
+                    costs[labels[4]], pids, [moved(x[0], ns["wh"]) for x in p],
                     lambda o: kube.create(r.TRAINJOBS, o), threads, controller_pid=pid,
                 )  # fmt: skip
                 after = bench.webhook_seconds(kube)
@@ -267,24 +277,24 @@ def report(args: argparse.Namespace, costs: dict[str, Cost], labels: list[str]) 
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     for row in rows:
         print("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
-    tj = costs[labels[3]].plane_ms
+    tj = costs[labels[4]].plane_ms
     jobset = costs[labels[1]].plane_ms
-    snap, tls, status = (costs[labels[i]].plane_ms for i in (4, 5, 6))
+    snap, tls, status = (costs[labels[i]].plane_ms for i in (5, 6, 7))
+    floor_all = floor + costs[labels[0]].ms(costs[labels[0]].client)
     sums = {
-        "status server off (TrainJob + snapshot + JobSet)": tj + snap + jobset,
-        "status server on (+ tls-config)": tj + snap + tls + jobset,
-        "on, + one status write": tj + snap + tls + jobset + status,
+        "TrainJob (its webhooks) + snapshot + JobSet apply": tj + snap + jobset,
+        "... + the tls-config ConfigMap (trainjob before)": tj + snap + tls + jobset,
+        "... + one status write": tj + snap + tls + jobset + status,
+        "bare: TrainJob (its webhooks) + the floor's JobSet": tj + floor,
     }
+    print(f"  (the apiserver's webhook calls a TrainJob create, each round: {WEBHOOK_CALLS})")
     print()
     print(
-        "  a TrainJob's writes until its JobSet, control plane CPU over the floor's JobSet create:"
+        "  a TrainJob's writes until its JobSet, control plane CPU, over the floor's JobSet "
+        f"create ({floor:.2f} ms) and over that with its client's CPU ({floor_all:.2f} ms):"
     )
     for label, total in sums.items():
-        print(f"    {label:<52} {total:.2f} ms = {total / floor:.2f}x")
-    print(
-        f"    the TrainJob create with its webhooks alone                  {tj:.2f} ms = "
-        f"{tj / floor:.2f}x"
-    )
+        print(f"    {label:<52} {total:.2f} ms = {total / floor:.2f}x, {total / floor_all:.2f}x")
     print(
         json.dumps(
             {
