@@ -31,7 +31,9 @@ default: ``--gradient_checkpointing=False`` here for trainjob and trl; torchtune
 plain loop have it off). TRL's own script computes its fused LM head and per-step entropy and
 token accuracy every micro-batch; trainjob's ``trl sft`` on the CPU takes the same loss from
 the model's logits and computes those metrics on logging steps only (every step here:
-``--logging_steps=1``); the plain loop and torchtune compute neither. The step-1 losses printed
+``--logging_steps=1``); the plain loop and torchtune compute neither. DoRA: trainjob trains
+peft's DoRA layers with torchtune's ``DoRALinear`` forward (trainers/llm/dora.py: no second
+pass of the frozen weight on the dropped-out input); the plain loop and TRL's script run peft's. The step-1 losses printed
 must agree (same weights, same tokens): a check that the engines train the same thing.
 
 Modes: full, lora, dora (LoRA r 16, alpha 32, dropout 0.05 on q_proj and v_proj), qlora (the
