@@ -419,7 +419,15 @@ def test_kubectl_habits_on_the_cluster(
     ]
     rows = ok("get", "jobs", "--sort-by", ".metadata.name", "--no-headers").splitlines()
     assert [row.split()[0] for row in rows] == ["a", "b", "c"]
-    assert ok("get", "jobs", "-o", "jsonpath={.items[*].metadata.labels.team}") == "ml infra ml"
+    # the listing's order: creation time (whole seconds, RFC 3339), then name; b, a and c were
+    # created in that order, in one second or several (a fast CLI makes ties the common case)
+    listed = sorted(
+        kube.list(r.TRAINJOBS, namespace)["items"],
+        key=lambda o: (o["metadata"]["creationTimestamp"], o["metadata"]["name"]),
+    )
+    teams = " ".join(o["metadata"]["labels"]["team"] for o in listed)
+    assert sorted(teams.split()) == ["infra", "ml", "ml"]
+    assert ok("get", "jobs", "-o", "jsonpath={.items[*].metadata.labels.team}") == teams
     assert ok("get", "trainjob/a", "-o", "jsonpath={.spec.suspend}") == "false"
     one = json.loads(ok("get", "jobs", "-l", "team=infra", "-o", "json"))
     assert one["kind"] == "List" and [i["metadata"]["name"] for i in one["items"]] == ["a"]
