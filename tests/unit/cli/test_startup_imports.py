@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,20 +44,26 @@ HEAVY = {
 """Modules none of the probed commands may load, and what each is."""
 
 
-def loaded(home: Path, *argv: str) -> set[str]:
+def probe(script: str, home: Path, *argv: str) -> tuple[dict[str, Any], str]:
+    """Run ``script`` (a probe that prints one JSON line last) with ``argv`` on ``home``, in a
+    fresh interpreter, away from a cluster; its JSON and its stderr."""
     drop = ("KUBECONFIG", "TRAINJOB_BACKEND", "COLUMNS")  # COLUMNS < 80: typer prints the help
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["TRAINJOB_HOME"] = str(home)
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
+        [sys.executable, "-c", script, *argv],
         capture_output=True,
         text=True,
         timeout=120,
         env=env,
         check=False,
     )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got["code"] in (0, None), out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def loaded(home: Path, *argv: str) -> set[str]:
+    got, stderr = probe(PROBE, home, *argv)
+    assert got["code"] in (0, None), stderr
     return set(got["modules"])
 
 
@@ -174,34 +181,19 @@ def test_start_up_compiles_no_source(home_with_jobs: Path, argv: list[str]) -> N
     on the 2-core machine). A named tuple whose module has ``from __future__ import annotations``
     compiles each field's annotation (typing.ForwardRef): the modules of the job model, the
     store's rows, the phases and the output format leave that import out."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
-    env["TRAINJOB_HOME"] = str(home_with_jobs)
-    out = subprocess.run(
-        [sys.executable, "-c", COMPILE_PROBE, *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got["code"] == 0, out.stderr
+    got, stderr = probe(COMPILE_PROBE, home_with_jobs, *argv)
+    assert got["code"] == 0, stderr
     assert got["compiles"] == []
 
 
 def test_the_compile_probe_sees_a_named_tuple_of_string_annotations(tmp_path: Path) -> None:
     """The probe can see one: a named tuple made with string annotations compiles them."""
-    probe = COMPILE_PROBE.replace(
+    script = COMPILE_PROBE.replace(
         "from trainjob.cli import main",
         "import typing\ntyping.NamedTuple('T', [('a', 'str')])\nfrom trainjob.cli import main",
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "TRAINJOB_BACKEND")}
-    env["TRAINJOB_HOME"] = str(tmp_path)
-    out = subprocess.run(
-        [sys.executable, "-c", probe, "version"], capture_output=True, text=True, timeout=120,
-        env=env, check=False,
-    )  # fmt: skip
-    assert json.loads(out.stdout.strip().splitlines()[-1])["compiles"] != []
+    got, _ = probe(script, tmp_path, "version")
+    assert got["compiles"] != []
 
 
 @pytest.mark.parametrize("enabled", [True, False])
