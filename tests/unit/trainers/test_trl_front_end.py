@@ -3,10 +3,13 @@ is one line; ``PET_*`` decides torchrun or in-process; the local backend runs it
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from trainjob.trainers.llm.errors import TrainerError
-from trainjob.trainers.llm.trl import launch, methods
+from trainjob.trainers.llm.trl import data, launch, methods
 
 pytest.importorskip("trl")
 
@@ -94,3 +97,63 @@ def test_the_local_backend_runs_trainjobs_trl_even_where_trls_cli_is_installed()
         pytest.skip("TRL's trl CLI is not installed beside this interpreter")
     argv = pods.resolve_command(["trl", "sft", *BASE], venv_bin, "node-0")
     assert argv == [sys.executable, "-m", "trainjob.trainers.llm.trl", "sft", *BASE]
+
+
+@pytest.mark.parametrize(
+    ("method", "rows", "needs"),
+    [
+        (
+            "sft",
+            [{"instruction": "a", "input": "b", "output": "c"}],
+            "`tune run`'s instruct format",
+        ),
+        ("sft", [{"prompt": "a"}], '"prompt" and "completion"'),
+        ("dpo", [{"prompt": "a", "chosen": "b"}], '"chosen" and "rejected"'),
+        ("grpo", [{"text": "a"}], 'a "prompt" column'),
+    ],
+)
+def test_rows_trl_cannot_use_are_one_line_naming_the_columns_before_any_process_starts(
+    tmp_path: Path, method: str, rows: list[dict[str, str]], needs: str
+) -> None:
+    """TRL's own error for these is a traceback from inside ``datasets.map`` (``KeyError:
+    'text'``) after the model loaded; the launcher's preflight says it first."""
+    f = tmp_path / "rows.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows * 4))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    argv = [method, "--model_name_or_path", str(model), "--dataset_name", str(f)]
+    argv += ["--reward_funcs", "length_reward"] if method == "grpo" else []
+    p = methods.parse([*argv, "--output_dir", str(tmp_path / "out")], cuda=False)
+    with pytest.raises(TrainerError) as err:
+        launch.preflight(p)
+    message = str(err.value)
+    assert "\n" not in message and needs in message, message
+    assert f"--dataset_name={f}: split 'train' has the columns" in message
+    assert ", ".join(sorted(rows[0])) in message
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "row", "flags"),
+    [
+        ("sft", {"text": "a"}, []),
+        ("sft", {"body": "a"}, ["--dataset_text_field", "body"]),
+        ("sft", {"messages": [{"role": "user", "content": "a"}]}, []),
+        ("sft", {"conversations": [{"from": "human", "value": "a"}]}, []),
+        ("sft", {"prompt": "a", "completion": "b"}, []),
+        ("sft", {"input_ids": [1, 2]}, []),
+        ("sft", {"odd": "a"}, ["--dataset_kwargs", '{"skip_prepare_dataset": true}']),
+        ("dpo", {"chosen": "a", "rejected": "b"}, []),
+        ("grpo", {"prompt": "a"}, []),
+    ],
+)
+def test_every_row_format_trl_reads_passes_the_column_check(
+    tmp_path: Path, method: str, row: dict[str, object], flags: list[str]
+) -> None:
+    f = tmp_path / "rows.jsonl"
+    f.write_text("\n".join(json.dumps(row) for _ in range(4)))
+    flags += ["--reward_funcs", "length_reward"] if method == "grpo" else []
+    p = methods.parse([method, *BASE[:2], "--dataset_name", str(f), *BASE[4:], *flags], False)
+    loaded = data.load(p.script)
+    data.check_columns(p.method, p.script, p.training, loaded["train"])

@@ -44,7 +44,8 @@ def preflight(p: methods.Parsed) -> None:
             f"--model_name_or_path={model} is not a Hugging Face model folder (no "
             "config.json); point it at one (the model initializer writes /workspace/model)"
         )
-    data.load(p.script)
+    loaded = data.load(p.script)
+    data.check_columns(p.method, p.script, p.training, loaded[p.script.dataset_train_split])
     checkpoint.check_output_dir(p.training.output_dir)
 
 

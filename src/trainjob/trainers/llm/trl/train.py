@@ -84,6 +84,7 @@ def train(p: methods.Parsed) -> None:
     log(f"trl {p.method}: {world} process(es), device {device}, dtype {dtype}", rank)
     loaded = data.load(p.script)
     train_split = loaded[p.script.dataset_train_split]
+    data.check_columns(p.method, p.script, args, train_split)
     evaluating = args.eval_strategy != "no"
     eval_split = loaded.get(p.script.dataset_test_split) if evaluating else None
     if evaluating and eval_split is None:
