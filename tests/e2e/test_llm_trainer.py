@@ -9,6 +9,7 @@ peft.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -235,3 +236,42 @@ def test_use_dora_trains_a_dora_adapter_with_gradient_accumulation(
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["use_dora"] is True and adapter["r"] == 4
     assert not (out / "merged").exists()
+
+
+def test_epochs_cut_short_by_max_steps_per_epoch_are_each_their_own_epoch(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """``max_steps_per_epoch`` below an epoch's length: each epoch runs that many steps, says
+    so (``Epoch 2/2 step 1/2``, not ``Epoch 1/2 step 3/2``) and epoch 1's copy keeps epoch 1's
+    weights (the second epoch wrote over ``epoch_0/`` before)."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "output"
+    proc = tune(
+        [
+            "lora_finetune_single_device",
+            "--config",
+            "llama3_2/1B_lora_single_device",
+            *runtime_args(workspace, out),
+            "epochs=3",
+            "max_steps_per_epoch=2",
+            "gradient_accumulation_steps=1",
+            "save_adapter_weights_only=True",
+            "optimizer.lr=0.01",
+            "lr_scheduler.num_warmup_steps=0",
+        ]
+    )
+    got = [(int(m[1]), int(m[3]), int(m[4])) for m in STEP.finditer(proc.stdout)]
+    assert got == [(e, s, 2) for e in (1, 2, 3) for s in (1, 2)], proc.stdout
+    assert [f"Epoch {e}/3 done" in proc.stdout for e in (1, 2, 3)] == [True] * 3
+    assert f"saved epoch 1 LoRA adapter (peft) to {out / 'epoch_0'}" in proc.stdout
+    assert f"saved epoch 2 LoRA adapter (peft) to {out / 'epoch_1'}" in proc.stdout
+    copies = [
+        load_file(str(d / "adapter_model.safetensors"))
+        for d in (out / "epoch_0", out / "epoch_1", out)
+    ]
+    for earlier, later in itertools.pairwise(copies):
+        assert earlier.keys() == later.keys()
+        assert any((earlier[k] - later[k]).abs().max() > 0 for k in earlier), (
+            "a copy was overwritten"
+        )

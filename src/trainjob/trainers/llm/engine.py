@@ -89,10 +89,18 @@ class Run:
     last_log: float = field(default_factory=time.monotonic)
 
     def position(self, global_step: int) -> tuple[int, int]:
-        """(epoch, step within it), both from 1, of optimizer step ``global_step`` (from 1)."""
-        return (global_step - 1) // self.steps_per_epoch + 1, (
-            global_step - 1
-        ) % self.steps_per_epoch + 1
+        """(epoch, step within it), both from 1, of optimizer step ``global_step`` (from 1).
+
+        Over the steps each epoch runs (``epoch_steps``): an epoch cut short by
+        ``max_steps_per_epoch`` ends transformers' epoch loop, and the next step is the next
+        epoch's first (not step 3 of 2 of the same epoch, whose copy it would overwrite)."""
+        return (global_step - 1) // self.epoch_steps + 1, (global_step - 1) % self.epoch_steps + 1
+
+    def steps_in(self, epoch: int, max_steps: int) -> int:
+        """Steps epoch ``epoch`` runs when the whole run stops at step ``max_steps`` (TRL's
+        ``--max_steps``: the last epoch may stop early; ``2/2``, not ``2/20``)."""
+        left = max_steps - (epoch - 1) * self.epoch_steps
+        return min(self.epoch_steps, left) if left > 0 else self.epoch_steps
 
 
 def seed_of(cfg: config_mod.TrainConfig) -> int:
@@ -478,7 +486,8 @@ def make_callback(run: Run) -> Any:
                     "dtype=fp32"
                 )
             run.epoch_losses.setdefault(epoch, []).append(loss)
-            line = format_step(epoch, run.epochs, step, run.epoch_steps, loss, run.step_lr)
+            shown = run.steps_in(epoch, int(state.max_steps or 0))
+            line = format_step(epoch, run.epochs, step, shown, loss, run.step_lr)
             if "rewards/margins" in logs:  # DPO: how far chosen answers lead rejected ones
                 line += f" reward margin {float(logs['rewards/margins']):.4f}"
             elif "reward" in logs:  # GRPO: the mean reward of the step's completions

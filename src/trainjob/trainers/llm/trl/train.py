@@ -161,8 +161,11 @@ def train(p: methods.Parsed) -> None:
         + (f" (LoRA rank {p.model.lora_r})" if p.model.use_peft else ""),
         rank,
     )
+    length = f"{epochs} epoch(s) of {steps} step(s)"
+    if args.max_steps > 0:
+        length = f"{args.max_steps} step(s) (--max_steps; an epoch is {steps})"
     log(
-        f"training: {epochs} epoch(s) of {steps} step(s), batch "
+        f"training: {length}, batch "
         f"{args.per_device_train_batch_size} x {accum} accumulation x {world} process(es), "
         f"lr {args.learning_rate:g} ({getattr(args.lr_scheduler_type, 'value', args.lr_scheduler_type)})",
         rank,
