@@ -126,6 +126,9 @@ class Cluster:
                     "(or drop --no-build)"
                 )
         self.ports: dict[str, dict[str, int]] = {}
+        # each component's log offset at its latest start, and how often it was started
+        self.offsets: dict[str, int] = {}
+        self.attempts: dict[str, int] = {}
         env["cluster"] = {
             "components": self.names,
             "nodes": [],
@@ -697,24 +700,15 @@ integrations:
         }
         comps = [specs[n]() for n in self.names]
         # Start them all, then wait for each (they start side by side); one whose port was taken
-        # meanwhile is started again on new ports.
-        offsets = {}
+        # meanwhile, before it was ready or after (while the nodes come up), is started again on
+        # new ports.
         for c in comps:
-            offsets[c.name] = self.start(c)
+            self.start(c)
         for c in comps:
-            self.wait(c, offsets[c.name])
+            self.wait(c)
         self.storage_class()
         nodes = self.create_nodes()
-        deadline = time.monotonic() + self.args.timeout
-        while not self.nodes_ready(nodes):
-            for c in comps:
-                self.base.check_running(self.state, self.env, c.name, offsets[c.name])
-            if time.monotonic() > deadline:
-                self.base.die(
-                    f"KWOK nodes not Ready after {self.args.timeout:.0f}s; kwok log:\n"
-                    f"{self.base.log_tail(self.state, 'kwok')}"
-                )
-            time.sleep(0.2)
+        self.wait_nodes(comps, nodes)
         self.save()
         self.log(
             f"cluster ready in {time.monotonic() - t0:.1f}s: {', '.join(self.names)}; "
@@ -734,8 +728,9 @@ integrations:
             names = self.base.apply_files(self.api, files)
             self.base.wait_crds_established(self.api, names)
 
-    def start(self, c: Component) -> int:
-        offset = self.base.log_size(self.state, c.name)
+    def start(self, c: Component) -> None:
+        self.offsets[c.name] = self.base.log_size(self.state, c.name)
+        self.attempts[c.name] = self.attempts.get(c.name, 0) + 1
         argv = c.argv()
         self.log(f"starting {c.name} on {c.where()} ...")
         self.env["pids"][c.name], self.env["starts"][c.name] = self.base.start(
@@ -743,31 +738,59 @@ integrations:
         )
         self.env["argv"][c.name] = argv
         self.save()
-        return int(offset)
 
-    def wait(self, c: Component, offset: int) -> None:
+    def check_running(self, c: Component) -> bool:
+        """Whether ``c`` still runs the start it was given last. False when it exited because a
+        port it was given was taken meanwhile: then it has been started again, on new ports (as
+        hack/testenv's ``launch``; at most PORT_ATTEMPTS starts in all). Any other exit dies
+        with its log."""
+        try:
+            self.base.check_running(self.state, self.env, c.name, self.offsets[c.name])
+            return True
+        except self.base.PortTaken as e:
+            if self.attempts[c.name] >= self.base.PORT_ATTEMPTS:
+                self.base.die(
+                    f"{c.name} {self.base.exit_status(self.env['pids'][c.name])}: a port was "
+                    f"taken ({e}) at each of {self.attempts[c.name]} starts; last lines of "
+                    f"{self.state / 'logs' / (c.name + '.log')}:\n"
+                    f"{self.base.log_tail(self.state, c.name, offset=self.offsets[c.name])}"
+                )
+            self.log(f"{c.name}: {e}; trying other ports")
+            self.start(c)
+            return False
+
+    def wait(self, c: Component) -> None:
         ts = time.monotonic()
         deadline = ts + self.args.timeout
-        attempts = 1
         while not c.ready():
-            try:
-                self.base.check_running(self.state, self.env, c.name, offset)
-            except self.base.PortTaken as e:
-                if attempts >= self.base.PORT_ATTEMPTS:
-                    raise
-                attempts += 1
-                self.log(f"{c.name}: {e}; trying other ports")
-                offset = self.start(c)
+            if not self.check_running(c):
                 deadline = time.monotonic() + self.args.timeout
                 continue
             if time.monotonic() > deadline:
                 self.base.die(
                     f"{c.name} not ready after {self.args.timeout:.0f}s; last lines of "
                     f"{self.state / 'logs' / (c.name + '.log')}:\n"
-                    f"{self.base.log_tail(self.state, c.name, offset=offset)}"
+                    f"{self.base.log_tail(self.state, c.name, offset=self.offsets[c.name])}"
                 )
             time.sleep(0.2)
         self.log(f"{c.name} ready in {time.monotonic() - ts:.1f}s")
+
+    def wait_nodes(self, comps: list[Component], nodes: list[str]) -> None:
+        """Wait until the KWOK ``nodes`` are Ready, every component still running: one that
+        exited meanwhile because a port it was given was taken (a server it binds after its
+        health endpoint answers) is started again on new ports and waited for."""
+        deadline = time.monotonic() + self.args.timeout
+        while not self.nodes_ready(nodes):
+            for c in comps:
+                if not self.check_running(c):
+                    self.wait(c)
+                    deadline = time.monotonic() + self.args.timeout
+            if time.monotonic() > deadline:
+                self.base.die(
+                    f"KWOK nodes not Ready after {self.args.timeout:.0f}s; kwok log:\n"
+                    f"{self.base.log_tail(self.state, 'kwok', offset=self.offsets.get('kwok', 0))}"
+                )
+            time.sleep(0.2)
 
 
 def up(base: ModuleType, state: Path, env: dict[str, Any], args: Any) -> None:
