@@ -2,8 +2,10 @@
 things to happen on the apiserver.
 
 Helpers for the controller's integration tests; the fixtures (``kube``, ``torch_runtime``,
-``controller``) are in ``controller_fixtures.py``, loaded with ``pytest_plugins``. The controller runs with ``--self-signed-webhooks`` on loopback, so the
-apiserver calls our admission webhooks for real; its log is printed when a test fails.
+``controller``) are in ``controller_fixtures.py``, loaded with ``pytest_plugins``. The controller
+runs with ``--self-signed-webhooks`` on loopback, under webhook configuration names of its own
+(:func:`own_webhook_configurations`), so the apiserver calls our admission webhooks for real; its
+log is printed when a test fails.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,25 +109,38 @@ class Controller:
         removes the webhook registrations that point at it (:meth:`forget_webhooks`)."""
         self.stop(signal.SIGKILL)
 
+    def webhook_configurations(self) -> list[tuple[r.Resource, str]]:
+        """The dev webhook configurations this controller registers (its own names, given by
+        :func:`start_controller`; the controller's defaults where none were given)."""
+        if "--self-signed-webhooks" not in self.args:
+            return []
+
+        def named(flag: str, default: str) -> str:
+            return self.args[self.args.index(flag) + 1] if flag in self.args else default
+
+        return [
+            (r.MUTATING_WEBHOOK_CONFIGURATIONS, named(MUTATING_FLAG, DEV_MUTATING)),
+            (r.VALIDATING_WEBHOOK_CONFIGURATIONS, named(VALIDATING_FLAG, DEV_VALIDATING)),
+        ]
+
     def forget_webhooks(self) -> list[str]:
         """Delete the dev webhook configurations that still send the apiserver to this (now
         stopped) controller's port, as its clean stop would have: one left by a SIGKILLed or
         hung controller has failurePolicy Fail, so every later create on the shared apiserver
         would be refused, or wait out the webhook's timeout when another server got the port.
-        Only when they are still ours (a resourceVersion precondition: another controller may
-        have registered itself since); what was deleted."""
+        Only when they are still ours (pointing at its port, with a resourceVersion
+        precondition: another controller given the same names may have registered itself
+        since); what was deleted."""
         port = self.port("webhooks")
-        if not port or "--self-signed-webhooks" not in self.args:
+        configurations = self.webhook_configurations()
+        if not port or not configurations:
             return []
         deleted: list[str] = []
         kube = Client.from_config(
             str(self.admin_kubeconfig or self.args[self.args.index("--kubeconfig") + 1])
         )
         try:
-            for res, name in (
-                (r.MUTATING_WEBHOOK_CONFIGURATIONS, DEV_MUTATING),
-                (r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING),
-            ):
+            for res, name in configurations:
                 cfg = kube.get_or_none(res, name)
                 if cfg is None or not points_at(cfg, port):
                     continue
@@ -164,6 +180,18 @@ def points_at(webhook_configuration: Obj, port: int) -> bool:
 
 ADDRESS_IN_USE = "Address already in use"  # the controller's "cannot serve ..." error
 PORT_ATTEMPTS = 4
+MUTATING_FLAG = "--mutating-webhook-configuration"
+VALIDATING_FLAG = "--validating-webhook-configuration"
+
+
+def own_webhook_configurations() -> list[str]:
+    """Flags naming a controller's dev webhook configurations after it alone
+    (``trainjob-dev-...-<random>``): two controllers on one apiserver (two tests' fixtures, a
+    benchmark beside a test) then register two pairs, and neither overwrites, nor at its stop
+    deletes, the other's (with the shared default names the later one took the earlier one's
+    over, and its stop left the earlier one with no webhooks at all)."""
+    tag = uuid.uuid4().hex[:12]
+    return [MUTATING_FLAG, f"{DEV_MUTATING}-{tag}", VALIDATING_FLAG, f"{DEV_VALIDATING}-{tag}"]
 
 
 def start_controller(
@@ -230,6 +258,8 @@ def _start_controller(
     ]
     if webhooks:
         args += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
+        if MUTATING_FLAG not in extra:  # (a test may name them itself)
+            args += own_webhook_configurations()
     if not any(a in extra for a in ("--no-status-server", "--status-server-port")):
         # on loopback, any free port: several controllers run at once in these tests
         args += ["--status-server-host", "127.0.0.1", "--status-server-port", "0"]

@@ -7,7 +7,10 @@
   that found a port taken is started again on other ports;
 * a controller that is SIGKILLed (no clean stop) leaves no webhook registration behind: the dev
   configurations pointing at its dead port are removed by the harness, so a later create on the
-  shared apiserver is not refused by, nor waits on, a webhook nobody serves.
+  shared apiserver is not refused by, nor waits on, a webhook nobody serves;
+* two controllers on one apiserver register webhook configurations of their own names: neither
+  overwrites the other's, and one's kill or stop removes its own only (given the same names, the
+  later one's registration is left to it).
 """
 
 from __future__ import annotations
@@ -19,12 +22,18 @@ from typing import TYPE_CHECKING
 import pytest
 from tests.integration import controller_harness as harness
 from tests.integration import upstream_harness
-from tests.integration.controller_harness import points_at, start_controller, trainjob
+from tests.integration.controller_harness import (
+    own_webhook_configurations,
+    points_at,
+    start_controller,
+    trainjob,
+)
 
 from trainjob import ports
 from trainjob.controller.webhooks.serving import DEV_MUTATING, DEV_VALIDATING
 from trainjob.kube import Client
 from trainjob.kube import resources as r
+from trainjob.kube.errors import Forbidden
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ControlPlane
@@ -75,34 +84,61 @@ def test_a_killed_controller_leaves_no_webhook_registration_behind(
     ctl = start_controller(control_plane)
     port = ctl.port("webhooks")
     assert port
-    registered = [
-        kube.get(r.MUTATING_WEBHOOK_CONFIGURATIONS, DEV_MUTATING),
-        kube.get(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING),
+    configurations = ctl.webhook_configurations()
+    assert [res.kind for res, _ in configurations] == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
     ]
-    assert all(points_at(cfg, port) for cfg in registered)
+    assert all(points_at(kube.get(res, name), port) for res, name in configurations)
     ctl.kill()  # SIGKILL: the controller's own clean-up never runs
     assert ctl.proc.returncode == -9
-    assert kube.get_or_none(r.MUTATING_WEBHOOK_CONFIGURATIONS, DEV_MUTATING) is None
-    assert kube.get_or_none(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING) is None
+    assert all(kube.get_or_none(res, name) is None for res, name in configurations)
     # with no webhook left, the apiserver admits a TrainJob at once (a dead one with
     # failurePolicy Fail would refuse it, or hold it for its timeout)
     created = kube.create(r.TRAINJOBS, trainjob("after-kill", namespace, "no-such-runtime"))
     assert created["metadata"]["name"] == "after-kill"
 
 
+def test_two_controllers_keep_their_own_registrations_and_remove_only_their_own(
+    control_plane: ControlPlane, kube: Client, torch_runtime: str, namespace: str
+) -> None:
+    first = start_controller(control_plane)
+    second = start_controller(control_plane)
+    try:
+        mine, theirs = first.webhook_configurations(), second.webhook_configurations()
+        names = {name for _, name in mine + theirs}
+        assert len(names) == 4, (mine, theirs)  # not the one shared trainjob-dev-... pair
+        assert DEV_MUTATING not in names and DEV_VALIDATING not in names
+        assert all(points_at(kube.get(res, name), first.port("webhooks")) for res, name in mine)
+        assert all(points_at(kube.get(res, name), second.port("webhooks")) for res, name in theirs)
+        first.kill()
+        assert all(kube.get_or_none(res, name) is None for res, name in mine)
+        assert all(points_at(kube.get(res, name), second.port("webhooks")) for res, name in theirs)
+        # the live controller's webhooks still act: a TrainJob for a missing runtime is refused
+        with pytest.raises(Forbidden, match="denied the request"):
+            kube.create(r.TRAINJOBS, trainjob("refused", namespace, "no-such-runtime"))
+        second.stop()  # its clean stop removes its own
+        assert all(kube.get_or_none(res, name) is None for res, name in theirs)
+    finally:
+        first.kill()
+        second.stop()
+
+
 def test_a_registration_another_controller_made_since_is_left_to_it(
     control_plane: ControlPlane, kube: Client, torch_runtime: str
 ) -> None:
-    first = start_controller(control_plane)
-    second = start_controller(control_plane)  # registers itself over the first
+    names = own_webhook_configurations()  # both given the same names
+    first = start_controller(control_plane, *names)
+    second = start_controller(control_plane, *names)  # registers itself over the first
+    ((_, validating),) = second.webhook_configurations()[1:]
     try:
         first.kill()
-        cfg = kube.get(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING)
+        cfg = kube.get(r.VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
         assert points_at(cfg, second.port("webhooks")), "the live controller's registration stays"
     finally:
         first.kill()
         second.stop()
-    assert kube.get_or_none(r.VALIDATING_WEBHOOK_CONFIGURATIONS, DEV_VALIDATING) is None
+    assert kube.get_or_none(r.VALIDATING_WEBHOOK_CONFIGURATIONS, validating) is None
 
 
 def test_upstreams_controller_that_found_its_port_taken_is_started_again_on_others(

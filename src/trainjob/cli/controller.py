@@ -82,12 +82,20 @@ def controller(
     webhook_service: Annotated[str, typer.Option(help="Service in front of the webhooks")] = (
         "trainjob-controller"
     ),
-    mutating_webhook_configuration: Annotated[str, typer.Option()] = (
-        c.MUTATING_WEBHOOK_CONFIGURATION
-    ),
-    validating_webhook_configuration: Annotated[str, typer.Option()] = (
-        c.VALIDATING_WEBHOOK_CONFIGURATION
-    ),
+    mutating_webhook_configuration: Annotated[
+        str | None,
+        typer.Option(
+            help=f"the MutatingWebhookConfiguration (default: {c.MUTATING_WEBHOOK_CONFIGURATION}; "
+            "with --self-signed-webhooks: trainjob-dev-mutating-webhook-configuration)"
+        ),
+    ] = None,
+    validating_webhook_configuration: Annotated[
+        str | None,
+        typer.Option(
+            help=f"the ValidatingWebhookConfiguration (default: {c.VALIDATING_WEBHOOK_CONFIGURATION}; "
+            "with --self-signed-webhooks: trainjob-dev-validating-webhook-configuration)"
+        ),
+    ] = None,
     status_server: Annotated[
         bool,
         typer.Option(help="serve the TrainJob status endpoint trainers report progress to"),
@@ -133,7 +141,13 @@ def controller(
     own_ns = default_leader_election_namespace(client)
     webhooks: serving.Options | None = None
     if self_signed_webhooks:
-        webhooks = serving.Options(mode="dev", host=webhook_host, port=webhook_port)
+        webhooks = serving.Options(
+            mode="dev",
+            host=webhook_host,
+            port=webhook_port,
+            mutating_config=mutating_webhook_configuration,
+            validating_config=validating_webhook_configuration,
+        )
     elif cert_dir:
         webhooks = serving.Options(
             mode="certdir", host=webhook_host, port=webhook_port, cert_dir=cert_dir

@@ -2,8 +2,10 @@
 
 * ``dev`` (``--self-signed-webhooks``): a CA and a certificate for the loopback host are made in
   memory; the controller registers its own Mutating/ValidatingWebhookConfigurations
-  (``trainjob-dev-...``) whose ``clientConfig.url`` points at ``https://HOST:PORT/<path>`` with that
-  ``caBundle``, and deletes them on a clean stop (unless another controller re-registered them).
+  (``trainjob-dev-...``, or the names it is given: a test harness gives each controller its own, so
+  two on one apiserver do not overwrite each other's) whose ``clientConfig.url`` points at
+  ``https://HOST:PORT/<path>`` with that ``caBundle``, and deletes them on a clean stop (unless
+  another controller re-registered them).
 * ``secret`` (in a cluster, the default of the manifests): the CA and a certificate for the webhook
   Service's DNS names live in a Secret the controller creates (or rotates when it nears expiry or
   does not cover the Service); every replica serves from it and keeps the ``caBundle`` of the
@@ -61,8 +63,18 @@ class Options:
     secret_name: str = "trainjob-webhook-cert"
     service_name: str = "trainjob-controller"
     namespace: str = "trainjob-system"
-    mutating_config: str = MUTATING
-    validating_config: str = VALIDATING
+    mutating_config: str | None = None
+    """The MutatingWebhookConfiguration's name (None: :data:`DEV_MUTATING` in dev mode, else
+    :data:`MUTATING`, the manifests')."""
+    validating_config: str | None = None
+
+    @property
+    def mutating_name(self) -> str:
+        return self.mutating_config or (DEV_MUTATING if self.mode == "dev" else MUTATING)
+
+    @property
+    def validating_name(self) -> str:
+        return self.validating_config or (DEV_VALIDATING if self.mode == "dev" else VALIDATING)
 
 
 def client_config(path: str, ca_bundle: bytes, url_base: str | None, service: Obj | None) -> Obj:
@@ -144,7 +156,8 @@ class WebhookServer:
         self.admission = admission.Admission(client, cached_runtime=cached_runtime)
         self.server: http.Server | None = None
         self.ca_bundle = b""
-        self._registered: dict[str, str] = {}  # config name -> resourceVersion we wrote
+        # (resource, config name) -> the resourceVersion we wrote
+        self._registered: dict[tuple[r.Resource, str], str] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cert_stamp: Any = None
@@ -216,28 +229,31 @@ class WebhookServer:
         mutating, validating = configurations(
             self.ca_bundle,
             url_base=f"https://{url_host}:{self.port}",
-            mutating_name=DEV_MUTATING,
-            validating_name=DEV_VALIDATING,
+            mutating_name=self.options.mutating_name,
+            validating_name=self.options.validating_name,
             namespace_selector={
                 "matchExpressions": [
                     {"key": DEV_NAMESPACE_OPT_OUT, "operator": "NotIn", "values": ["disabled"]}
                 ]
             },
         )
-        for obj in (mutating, validating):
+        for resource, obj in (
+            (r.MUTATING_WEBHOOK_CONFIGURATIONS, mutating),
+            (r.VALIDATING_WEBHOOK_CONFIGURATIONS, validating),
+        ):
             applied = self.client.apply(obj)
-            self._registered[obj["metadata"]["name"]] = applied["metadata"]["resourceVersion"]
+            name = obj["metadata"]["name"]
+            self._registered[(resource, name)] = applied["metadata"]["resourceVersion"]
         log.info(
-            "registered webhooks %s and %s at %s:%d", DEV_MUTATING, DEV_VALIDATING, host, self.port
+            "registered webhooks %s and %s at %s:%d",
+            self.options.mutating_name,
+            self.options.validating_name,
+            host,
+            self.port,
         )
 
     def _unregister_dev(self) -> None:
-        for name, rv in self._registered.items():
-            resource = (
-                r.MUTATING_WEBHOOK_CONFIGURATIONS
-                if name == DEV_MUTATING
-                else r.VALIDATING_WEBHOOK_CONFIGURATIONS
-            )
+        for (resource, name), rv in self._registered.items():
             try:
                 self.client.delete(
                     resource, name, preconditions={"resourceVersion": rv}, ignore_not_found=True
@@ -300,8 +316,8 @@ class WebhookServer:
     def _inject_ca_bundles(self) -> None:
         want = base64.b64encode(self.ca_bundle).decode()
         for resource, name in (
-            (r.MUTATING_WEBHOOK_CONFIGURATIONS, self.options.mutating_config),
-            (r.VALIDATING_WEBHOOK_CONFIGURATIONS, self.options.validating_config),
+            (r.MUTATING_WEBHOOK_CONFIGURATIONS, self.options.mutating_name),
+            (r.VALIDATING_WEBHOOK_CONFIGURATIONS, self.options.validating_name),
         ):
 
             def inject(resource: r.Resource = resource, name: str = name) -> None:
