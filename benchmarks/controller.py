@@ -161,7 +161,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -174,13 +173,12 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.integration import upstream_harness  # noqa: E402
+from tests.integration import controller_harness, upstream_harness  # noqa: E402
 
 from trainjob.api.load import parse  # noqa: E402
 from trainjob.kube import Client  # noqa: E402
 from trainjob.kube import resources as r  # noqa: E402
 from trainjob.kube.errors import Gone  # noqa: E402
-from trainjob.ports import free_port  # noqa: E402
 from trainjob.runtime import compile  # noqa: E402
 
 Obj = dict[str, Any]
@@ -492,76 +490,61 @@ def measure(
     return run
 
 
-def wait_ready(port: int, proc: subprocess.Popen[bytes], log: str) -> None:
-    deadline = time.monotonic() + (300 if os.environ.get("BENCH_TRACEMALLOC") else 60)
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
-                return
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit(f"controller not ready; see {log}") from None
-            time.sleep(0.2)
-
-
 @contextlib.contextmanager
 def trainjob_controller(
     kube: Client, kubeconfig: str, args: argparse.Namespace, tag: str
 ) -> Iterator[int]:
     """``trainjob controller`` against ``kubeconfig`` (webhooks on loopback unless
     ``args.no_webhooks``, the status server unless ``args.no_status_server``), ready and its
-    webhooks effective; yields its pid and stops it at the end."""
-    metrics_port, health_port = free_port(), free_port()
-    cmd = [
-        sys.executable, "-c", CONTROLLER_MAIN,
-        "controller", "--kubeconfig", kubeconfig, "--no-leader-elect",
-        "--workers", str(args.workers), "--bind-host", "127.0.0.1",
-        "--metrics-port", str(metrics_port), "--health-port", str(health_port),
-        "--log-level", "WARNING",
-    ]  # fmt: skip
-    if not args.no_webhooks:
-        cmd += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
+    webhooks effective; yields its pid and stops it at the end.
+
+    Started by the integration tests' harness (``controller_harness.start_controller``): the
+    metrics, webhook and status servers bind port 0; the health port, which the harness must
+    name (no SERVING line at ``--log-level WARNING``), is picked there, and a controller that
+    lost it to another process before binding it is started again on another; the dev webhook
+    configurations have names of this controller's own (a test's controller on the same
+    apiserver keeps its own)."""
+    extra = ["--workers", str(args.workers), "--log-level", "WARNING"]
     if getattr(args, "watch_namespace", None):  # (apiserver_costs.py: webhooks only)
-        cmd += ["--namespace", args.watch_namespace]
+        extra += ["--namespace", args.watch_namespace]
     if args.no_status_server:
-        cmd += ["--no-status-server"]
-    else:  # on by default, as in a cluster; any free port (several benchmarks may run at once)
-        cmd += ["--status-server-host", "127.0.0.1", "--status-server-port", "0"]
+        extra += ["--no-status-server"]  # (else on, as in a cluster, on any free port)
+    prefix: list[str] = []
     if getattr(args, "profile", None):
         spy = shutil.which("py-spy")
         if spy is None:
             raise SystemExit("--profile needs py-spy on PATH (uv pip install py-spy)")
         out = Path(args.profile) / f"trainjob-controller-{args.jobs}.folded"
         out.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [
-            spy,
-            "record",
-            *os.environ.get("PYSPY_ARGS", "--gil").split(),
-            "-f",
-            "raw",
-            "-r",
-            "200",
-            "-o",
-            str(out),
-            "--",
-            *cmd,
-        ]
+        pyspy = os.environ.get("PYSPY_ARGS", "--gil").split()
+        prefix = [spy, "record", *pyspy, "-f", "raw", "-r", "200", "-o", str(out), "--"]
     log_path = Path(tempfile.gettempdir()) / f"trainjob-bench-controller-{tag}.log"
-    with open(log_path, "wb") as log:
-        ctl = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     try:
-        wait_ready(health_port, ctl, str(log_path))
+        ctl = controller_harness.start_controller(
+            controller_harness.Apiserver(Path(kubeconfig)),
+            *extra,
+            webhooks=not args.no_webhooks,
+            port_args=lambda port: ("--health-port", str(port)),
+            command=lambda a: [*prefix, sys.executable, "-c", CONTROLLER_MAIN, *a],
+            log_path=log_path,
+            ready_timeout=300 if os.environ.get("BENCH_TRACEMALLOC") else 60,
+        )
+    except AssertionError:
+        raise SystemExit(f"controller not ready; see {log_path}") from None
+    try:
         if not args.no_webhooks:
             wait_until(lambda: upstream_harness.webhooks_effective(kube), "trainjob's webhooks")
-        yield controller_pid(ctl, args)
+        yield controller_pid(ctl.proc, args)
     finally:
         # The controller stops (and under py-spy, py-spy then writes its samples and exits).
-        if ctl.poll() is None:
-            os.kill(controller_pid(ctl, args), signal.SIGTERM)
+        if ctl.proc.poll() is None:
+            os.kill(controller_pid(ctl.proc, args), signal.SIGTERM)
         try:
-            ctl.wait(60)
+            ctl.proc.wait(60)
         except subprocess.TimeoutExpired:
-            ctl.kill()
+            ctl.proc.kill()
+            ctl.proc.wait(5)
+        ctl.forget_webhooks()  # what a controller that did not stop cleanly left registered
 
 
 def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespace) -> Run:

@@ -46,7 +46,8 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import controller as cbench  # noqa: E402
 from tests.e2e import local_jobs as L  # noqa: E402
-from tests.integration.controller_harness import builtin_runtime  # noqa: E402
+from tests.integration import controller_harness  # noqa: E402
+from tests.integration.controller_harness import Controller, builtin_runtime  # noqa: E402
 
 import trainjob  # noqa: E402
 from trainjob import progress  # noqa: E402
@@ -55,7 +56,6 @@ from trainjob.kube import Client  # noqa: E402
 from trainjob.kube import resources as r  # noqa: E402
 from trainjob.local import statusserver  # noqa: E402
 from trainjob.local.store import JobRow, ReportRow, Store  # noqa: E402
-from trainjob.ports import free_port  # noqa: E402
 
 METRICS = {f"metric_{i}": 0.5 + i for i in range(10)}
 
@@ -233,7 +233,7 @@ def pump(
 def controller(args: argparse.Namespace) -> None:
     print("controller: starting a private control plane (hack/testenv) ...", flush=True)
     state, kc = cbench.start_testenv()
-    ctl: subprocess.Popen[bytes] | None = None
+    ctl: Controller | None = None
     try:
         kube = Client.from_config(str(kc), max_connections=64)
         kube.apply(builtin_runtime("torch-distributed"), field_manager="bench")
@@ -246,35 +246,25 @@ def controller(args: argparse.Namespace) -> None:
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "trainer"}},
             ns,
         )
-        port, health = free_port(), free_port()
-        log = open(state / "controller.log", "wb")  # noqa: SIM115
-        ctl = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "trainjob",
-                "controller",
-                "--kubeconfig",
-                str(kc),
-                "--no-leader-elect",
-                "--bind-host",
-                "127.0.0.1",
-                "--metrics-port",
-                "-1",
-                "--health-port",
-                str(health),
+        # The status server's port is in its URL, so named before the start: the harness picks
+        # it, and starts the controller again on another when another process took it first
+        # (the health server binds port 0, read back from the log).
+        ctl = controller_harness.start_controller(
+            controller_harness.Apiserver(kc),
+            "--metrics-port",
+            "-1",
+            webhooks=False,
+            port_args=lambda port: (
                 "--status-server-host",
                 "127.0.0.1",
                 "--status-server-port",
                 str(port),
                 "--status-server-url",
                 f"https://127.0.0.1:{port}",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
+            ),
+            log_path=state / "controller.log",
         )
-        cbench.wait_ready(health, ctl, str(state / "controller.log"))
+        port = ctl.port("status")
         print(f"controller: creating {args.jobs} TrainJobs, pods and pod-bound tokens ...")
 
         def make(i: int) -> tuple[str, str]:
@@ -336,7 +326,7 @@ def controller(args: argparse.Namespace) -> None:
         template = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
         ca.write_text(template["metadata"]["annotations"][ts.CA_ANNOTATION])
         time.sleep(5)  # let the reconciles of the burst settle
-        pid = ctl.pid
+        pid = ctl.proc.pid
         before = cbench.proc_stats(pid)
 
         def via_server(name: str, token: str, b: bytes) -> int:
@@ -390,11 +380,7 @@ def controller(args: argparse.Namespace) -> None:
         )
     finally:
         if ctl is not None:
-            ctl.terminate()
-            try:
-                ctl.wait(20)
-            except subprocess.TimeoutExpired:
-                ctl.kill()
+            ctl.stop()
         cbench.stop_testenv(state)
 
 

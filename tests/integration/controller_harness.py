@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import yaml
 
@@ -34,9 +34,6 @@ from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import Conflict, NotFound
 from trainjob.ports import free_port
-
-if TYPE_CHECKING:
-    from tests.integration.conftest import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
@@ -56,6 +53,48 @@ def serving_ports(log: str) -> dict[str, int]:
     return {m["name"]: int(m["port"]) for m in SERVING.finditer(log)}
 
 
+# Each server's port flag: a port named there (not 0) is the server's port, whatever the log says
+# (a controller run with --log-level WARNING logs no SERVING line).
+PORT_FLAGS = {
+    "health": "--health-port",
+    "metrics": "--metrics-port",
+    "webhooks": "--webhook-port",
+    "status": "--status-server-port",
+}
+
+
+def named_port(args: Sequence[str], name: str) -> int:
+    """The port the last ``PORT_FLAGS[name]`` of ``args`` names (0: none, or port 0)."""
+    flag = PORT_FLAGS.get(name)
+    values = [args[i + 1] for i, a in enumerate(args[:-1]) if a == flag]
+    return max(int(values[-1]), 0) if values else 0
+
+
+class HasKubeconfig(Protocol):
+    """What :func:`start_controller` needs of a control plane: its admin kubeconfig."""
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+
+@dataclass(frozen=True)
+class Apiserver:
+    """An apiserver known by its admin kubeconfig alone (a benchmark's own control plane), for
+    :func:`start_controller`."""
+
+    kubeconfig: Path
+
+
+def python_controller(args: list[str]) -> list[str]:
+    """The command that runs ``trainjob <args>`` (``args`` start with ``controller``)."""
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from trainjob.cli import main; sys.exit(main())",
+        *args,
+    ]
+
+
 @dataclass
 class Controller:
     """One ``trainjob controller`` process."""
@@ -64,13 +103,18 @@ class Controller:
     log_path: Path
     args: list[str] = field(default_factory=list)
     admin_kubeconfig: Path | None = None
+    own_webhook_names: bool = False
+    """Whether its webhook configurations' names are its alone (:func:`own_webhook_configurations`,
+    given by the harness), so that whatever has them is its registration."""
     """The control plane's own (not the controller's, which may go through a test's proxy)."""
     _ports: dict[str, int] = field(default_factory=dict)
 
     def port(self, name: str) -> int:
-        """The port the server ``name`` listens on (0 while the log has not said yet)."""
+        """The port the server ``name`` listens on: the one its flag named, else the kernel's
+        choice its log reports (0 while the log has not said yet)."""
         if name not in self._ports:
             self._ports.update(serving_ports(self.log()))
+            self._ports.update({n: p for n in PORT_FLAGS if (p := named_port(self.args, n))})
         return self._ports.get(name, 0)
 
     @property
@@ -130,10 +174,11 @@ class Controller:
         would be refused, or wait out the webhook's timeout when another server got the port.
         Only when they are still ours (pointing at its port, with a resourceVersion
         precondition: another controller given the same names may have registered itself
-        since); what was deleted."""
+        since; where its log never told the port, e.g. at ``--log-level WARNING``, only names
+        that are its alone); what was deleted."""
         port = self.port("webhooks")
         configurations = self.webhook_configurations()
-        if not port or not configurations:
+        if not configurations or not (port or self.own_webhook_names):
             return []
         deleted: list[str] = []
         kube = Client.from_config(
@@ -142,7 +187,7 @@ class Controller:
         try:
             for res, name in configurations:
                 cfg = kube.get_or_none(res, name)
-                if cfg is None or not points_at(cfg, port):
+                if cfg is None or (port and not points_at(cfg, port)):
                     continue
                 rv = cfg["metadata"]["resourceVersion"]
                 with contextlib.suppress(Conflict, NotFound):  # re-registered or gone meanwhile
@@ -195,7 +240,7 @@ def own_webhook_configurations() -> list[str]:
 
 
 def start_controller(
-    cp: ControlPlane,
+    cp: HasKubeconfig,
     *extra: str,
     leader_elect: bool = False,
     webhooks: bool = True,
@@ -203,20 +248,29 @@ def start_controller(
     kubeconfig: Path | None = None,
     env: dict[str, str] | None = None,
     port_args: Callable[[int], Sequence[str]] | None = None,
+    command: Callable[[list[str]], list[str]] = python_controller,
+    log_path: Path | None = None,
+    ready_timeout: float = 60,
 ) -> Controller:
     """Start ``trainjob controller`` and wait for /readyz. Every server binds port 0 (read back
     with :meth:`Controller.port`), except one a test must name before the start (a URL with
     the port in it): ``port_args`` makes those flags from a free port, and a controller that
     lost it to another process meanwhile (exited with "Address already in use") is started
-    again with another one (up to :data:`PORT_ATTEMPTS` times)."""
+    again with another one (up to :data:`PORT_ATTEMPTS` times).
+
+    ``command`` turns the controller's arguments into the command line (a benchmark's: its own
+    Python prelude, a profiler in front), ``log_path`` is where its output goes (a temporary
+    file by default), ``ready_timeout`` how long one start may take to be ready."""
     for attempt in range(1, PORT_ATTEMPTS + 1):
         named = list(port_args(free_port())) if port_args is not None else []
-        ctl = _start_controller(cp, [*extra, *named], leader_elect, webhooks, kubeconfig, env)
+        ctl = _start_controller(
+            cp, [*extra, *named], leader_elect, webhooks, kubeconfig, env, command, log_path
+        )
         if not wait_ready:
             return ctl
 
         with contextlib.suppress(AssertionError):  # not ready in time: as an exit, below
-            wait_for(functools.partial(_up, ctl), timeout=60, what="controller /readyz")
+            wait_for(functools.partial(_up, ctl), timeout=ready_timeout, what="controller /readyz")
         if ctl.ready():
             return ctl
         ctl.kill()
@@ -234,12 +288,14 @@ def _up(ctl: Controller) -> bool:
 
 
 def _start_controller(
-    cp: ControlPlane,
+    cp: HasKubeconfig,
     extra: list[str],
     leader_elect: bool,
     webhooks: bool,
     kubeconfig: Path | None,
     env: dict[str, str] | None,
+    command: Callable[[list[str]], list[str]],
+    log_path: Path | None,
 ) -> Controller:
     args = [
         "controller",
@@ -256,28 +312,28 @@ def _start_controller(
         "default",
         *extra,
     ]
+    own_names = False
     if webhooks:
         args += ["--self-signed-webhooks", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]
-        if MUTATING_FLAG not in extra:  # (a test may name them itself)
+        own_names = MUTATING_FLAG not in extra  # (a test may name them itself)
+        if own_names:
             args += own_webhook_configurations()
     if not any(a in extra for a in ("--no-status-server", "--status-server-port")):
         # on loopback, any free port: several controllers run at once in these tests
         args += ["--status-server-host", "127.0.0.1", "--status-server-port", "0"]
-    log_path = Path(tempfile.mkstemp(prefix="trainjob-controller-", suffix=".log")[1])
+    if log_path is None:
+        log_path = Path(tempfile.mkstemp(prefix="trainjob-controller-", suffix=".log")[1])
     env = {**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, **(env or {})}
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from trainjob.cli import main; sys.exit(main())",
-            *args,
-        ],
+        command(args),
         stdout=open(log_path, "wb"),  # noqa: SIM115 - the child owns it
         stderr=subprocess.STDOUT,
         env=env,
         cwd=REPO,
     )
-    return Controller(proc, log_path, args, admin_kubeconfig=cp.kubeconfig)
+    return Controller(
+        proc, log_path, args, admin_kubeconfig=cp.kubeconfig, own_webhook_names=own_names
+    )
 
 
 def wait_for(

@@ -8,6 +8,9 @@
 * a controller that is SIGKILLed (no clean stop) leaves no webhook registration behind: the dev
   configurations pointing at its dead port are removed by the harness, so a later create on the
   shared apiserver is not refused by, nor waits on, a webhook nobody serves;
+* the benchmarks' controller (benchmarks/controller.py: started by this harness, at
+  ``--log-level WARNING``, so no port is read from its log) whose health port was taken before it
+  bound it is started again on another, and leaves no webhook registration behind;
 * two controllers on one apiserver register webhook configurations of their own names: neither
   overwrites the other's, and one's kill or stop removes its own only (given the same names, the
   later one's registration is left to it).
@@ -15,14 +18,18 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import socket
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from tests.integration import controller_harness as harness
 from tests.integration import upstream_harness
 from tests.integration.controller_harness import (
+    http_get,
     own_webhook_configurations,
     points_at,
     start_controller,
@@ -97,6 +104,43 @@ def test_a_killed_controller_leaves_no_webhook_registration_behind(
     # failurePolicy Fail would refuse it, or hold it for its timeout)
     created = kube.create(r.TRAINJOBS, trainjob("after-kill", namespace, "no-such-runtime"))
     assert created["metadata"]["name"] == "after-kill"
+
+
+def test_the_benchmarks_controller_that_lost_its_health_port_is_started_again(
+    control_plane: ControlPlane, kube: Client, torch_runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import controller as bench
+
+    taken = socket.create_server(("127.0.0.1", 0))  # another process's server, meanwhile
+    taken_port = taken.getsockname()[1]
+    handed: list[int] = []
+
+    def free_port() -> int:  # the first pick is the port that is (by then) taken
+        handed.append(taken_port if not handed else ports.free_port())
+        return handed[-1]
+
+    def dev_mutating() -> set[str]:
+        items, _ = kube.list_all(r.MUTATING_WEBHOOK_CONFIGURATIONS)
+        return {
+            o["metadata"]["name"] for o in items if o["metadata"]["name"].startswith(DEV_MUTATING)
+        }
+
+    monkeypatch.setattr(harness, "free_port", free_port)
+    args = argparse.Namespace(workers=1, no_webhooks=False, no_status_server=True, jobs=0)
+    before = dev_mutating()
+    log = Path(tempfile.gettempdir()) / "trainjob-bench-controller-harness-test.log"
+    try:
+        with bench.trainjob_controller(kube, str(control_plane.kubeconfig), args, "harness-test"):
+            assert len(handed) == 2, handed
+            assert handed[1] != taken_port
+            assert http_get(handed[1], "/readyz")[0] == 200
+            assert "serving health" not in log.read_text()  # (WARNING: the port was named)
+            (own,) = dev_mutating() - before  # registered under a name of its own
+            assert own != DEV_MUTATING
+    finally:
+        taken.close()
+    assert dev_mutating() == before
+    log.unlink(missing_ok=True)
 
 
 def test_two_controllers_keep_their_own_registrations_and_remove_only_their_own(

@@ -32,7 +32,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -300,10 +299,7 @@ def test_trainjob_does_what_upstream_does(
         upstream_harness.swap_crds(kube, sorted((REPO / "manifests" / "crds").glob("*.yaml")))
         # with the status server off, as upstream's TrainJobStatus feature gate is by default
         # (on, trainjob adds upstream's env, projected volume and CA ConfigMap to each job)
-        ctl = start_controller(
-            SimpleNamespace(kubeconfig=plane.kubeconfig),  # type: ignore[arg-type]
-            "--no-status-server",
-        )
+        ctl = start_controller(plane, "--no-status-server")
         try:
             wait_for(
                 lambda: upstream_harness.webhooks_effective(kube),
