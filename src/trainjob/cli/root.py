@@ -91,6 +91,10 @@ def _register(command: str | None = None) -> None:
             return
     for name in COMMAND_MODULES:
         _import(name)
+    # the help screen lists commands as registered: in COMMAND_MODULES' order, whichever command
+    # this process ran first (`main(["controller", ...])` then `main(["--help"])` in one process)
+    rank = {f"trainjob.cli.{name}": i for i, name in enumerate(COMMAND_MODULES)}
+    app.registered_commands.sort(key=lambda info: rank.get(info.callback.__module__, -1))
 
 
 @app.command()

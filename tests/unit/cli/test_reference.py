@@ -37,3 +37,27 @@ def test_the_help_screens_are_every_commands() -> None:
     assert {"", "get", "get jobs", "get runtimes", "run", "logs", "describe job"} <= set(screens)
     assert screens["get jobs"] == reference.typer_help(["get", "jobs"])
     assert screens[""].startswith("Usage: trainjob [OPTIONS] COMMAND [ARGS]...")
+
+
+def test_the_help_screens_do_not_depend_on_what_this_process_ran_before() -> None:
+    """Commands register lazily (only the one asked for); a second command in one process used
+    to list the first one's commands first in ``trainjob --help`` (``controller`` after
+    ``version``); and typer fixes its width from the first help screen's TERMINAL_WIDTH."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import contextlib, io, os\n"
+        "from trainjob.cli import reference, root\n"
+        "os.environ['COLUMNS'] = os.environ['TERMINAL_WIDTH'] = '200'\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert root.run(['controller', '--help']) == 0\n"  # typer's, not cli/fast.py's
+        "del os.environ['COLUMNS'], os.environ['TERMINAL_WIDTH']\n"
+        "print(reference.help_screens(), end='')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    assert out == (REPO / reference.HELP).read_text()
