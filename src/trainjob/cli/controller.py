@@ -117,7 +117,7 @@ def controller(
 ) -> None:
     """Run the TrainJob controller and its admission webhooks."""
     # the controller, the kube client and the API models load when it runs, not for --help
-    from trainjob.controller import statusserver
+    from trainjob.controller import priority, statusserver
     from trainjob.controller.manager import Manager, Options, default_leader_election_namespace
     from trainjob.controller.webhooks import serving
     from trainjob.kube.client import Client
@@ -187,6 +187,7 @@ def controller(
         else None,
     )
     manager = Manager(client, options)
+    sys.setswitchinterval(priority.SWITCH_INTERVAL)  # the webhook's loop waits less for the GIL
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         logging.getLogger(__name__).info("received %s, stopping", signal.Signals(signum).name)

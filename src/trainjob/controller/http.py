@@ -137,9 +137,11 @@ class Server:
         handler: Handler | None = None,
         max_body: int = MAX_BODY,
         inline: frozenset[tuple[str, str]] = frozenset(),
+        on_route: Callable[[], None] | None = None,
     ) -> None:
         self.routes = routes
         self.inline = inline
+        self.on_route = on_route
         self.handler = handler
         self.max_body = max_body
         self.name = name
@@ -343,6 +345,8 @@ class Server:
         route = self.routes.get((method, path))
         call: Callable[[], Response]
         if route is not None and method in ("GET", "POST"):
+            if self.on_route is not None:
+                self.on_route()
             if (method, path) in self.inline and len(body) <= SMALL_BODY:
                 # computation on a small body: no hand-over to a thread and back, unless
                 # the route finds it must block (check_inline)
@@ -425,12 +429,14 @@ def serve(
     handler: Handler | None = None,
     max_body: int = MAX_BODY,
     inline: frozenset[tuple[str, str]] = frozenset(),
+    on_route: Callable[[], None] | None = None,
 ) -> Server:
     """Bind ``host:port`` (port 0: any free port) and serve ``routes`` in a daemon thread.
 
     ``inline`` routes are computation that calls :func:`check_inline` before anything that
     may block: on a body of at most :data:`SMALL_BODY` they run on the loop itself, and again
-    on a pool thread when they raise :class:`WouldBlock`.
+    on a pool thread when they raise :class:`WouldBlock`. ``on_route`` is called on the loop as
+    each request for a route is handled (the webhooks tell :mod:`trainjob.controller.priority`).
 
     A port that cannot be bound (in use, not permitted) is a :class:`ConfigError` naming it."""
     family_host = host or "0.0.0.0"
@@ -440,6 +446,6 @@ def serve(
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         raise ConfigError(f"cannot serve {name} on {family_host}:{port}: {why}") from None
-    server = Server(sock, routes, name, ssl_context, handler, max_body, inline)
+    server = Server(sock, routes, name, ssl_context, handler, max_body, inline, on_route)
     log.info("serving %s on %s:%d", name, family_host, server.port)
     return server

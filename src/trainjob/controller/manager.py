@@ -10,7 +10,8 @@
 * once leading (or at once with ``leader_elect=False``): informers for TrainJobs and for each kind
   a Plan can hold, whole or metadata only as its plugin declares (:mod:`trainjob.runtime.kinds`:
   JobSets whole; ConfigMaps, Secrets and PodGroups metadata only); then
-  ``workers`` threads that take keys from the queue and reconcile them. Secrets are listed and
+  ``workers`` threads that take keys from the queue and reconcile them (one at a time while the
+  webhooks are answering reviews: :mod:`trainjob.controller.priority`). Secrets are listed and
   watched as ``PartialObjectMetadata`` only: the controller never receives a Secret's data, and a
   deleted MPI Secret brings its TrainJob back to the queue, which creates it again.
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
-from trainjob.controller import cache, http, statusserver
+from trainjob.controller import cache, http, priority, statusserver
 from trainjob.controller import status as st
 from trainjob.controller.informer import Informer
 from trainjob.controller.leader import LeaderElector
@@ -116,8 +117,11 @@ class Manager:
         self.secrets = self.caches.secrets
         self.recorder = EventRecorder(client, c.CONTROLLER_NAME, options.identity)
         self.reconciler = Reconciler(client, self.caches, self.recorder)
+        self.admission_first = priority.AdmissionFirst()
         self.webhooks = (
-            serving.WebhookServer(client, options.webhooks, self.cached_runtime)
+            serving.WebhookServer(
+                client, options.webhooks, self.cached_runtime, self.admission_first.served
+            )
             if options.webhooks
             else None
         )
@@ -329,38 +333,42 @@ class Manager:
         )
 
     def _worker(self) -> None:
-        active = self.metrics.active_workers.labels(CONTROLLER)
         while True:
             key = self.queue.get()
             if key is None:
                 return
-            started = time.perf_counter()
-            active.inc()
-            outcome = "success"
-            try:
-                result = self.reconciler.reconcile(key)
-            except ApiError as e:
+            with self.admission_first.turn():  # while webhooks serve, reconciles take turns
+                self._process(key)
+
+    def _process(self, key: str) -> None:
+        active = self.metrics.active_workers.labels(CONTROLLER)
+        started = time.perf_counter()
+        active.inc()
+        outcome = "success"
+        try:
+            result = self.reconciler.reconcile(key)
+        except ApiError as e:
+            outcome = "error"
+            log.warning("reconciling TrainJob %s: %s", key, e)
+            self.queue.add_rate_limited(key)
+        except Exception:
+            outcome = "error"
+            log.exception("reconciling TrainJob %s", key)
+            self.queue.add_rate_limited(key)
+        else:
+            if result.retry:
                 outcome = "error"
-                log.warning("reconciling TrainJob %s: %s", key, e)
                 self.queue.add_rate_limited(key)
-            except Exception:
-                outcome = "error"
-                log.exception("reconciling TrainJob %s", key)
-                self.queue.add_rate_limited(key)
+            elif result.requeue_after is not None:
+                outcome = "requeue_after"
+                self.queue.forget(key)
+                self.queue.add_after(key, result.requeue_after)
             else:
-                if result.retry:
-                    outcome = "error"
-                    self.queue.add_rate_limited(key)
-                elif result.requeue_after is not None:
-                    outcome = "requeue_after"
-                    self.queue.forget(key)
-                    self.queue.add_after(key, result.requeue_after)
-                else:
-                    self.queue.forget(key)
-            finally:
-                active.dec()
-                self.queue.done(key)
-                self.metrics.observe(outcome, time.perf_counter() - started)
+                self.queue.forget(key)
+        finally:
+            active.dec()
+            self.queue.done(key)
+            self.metrics.observe(outcome, time.perf_counter() - started)
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -5,6 +5,7 @@ it must block (``check_inline``) runs again on a pool thread, as does one with a
 from __future__ import annotations
 
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -60,3 +61,24 @@ def test_a_route_that_must_block_moves_to_a_thread_and_a_large_body_goes_there_a
     assert len(ran) == 1, "the inline attempt stopped at check_inline"
     assert post(srv, "/inline", b"x" * (http.SMALL_BODY + 1)).startswith("http-t_")
     http.check_inline()  # outside a route: nothing raised
+
+
+def test_on_route_is_told_of_each_request_for_a_route() -> None:
+    """The webhooks tell trainjob.controller.priority each review they handle (a request for no
+    route tells nothing)."""
+    told: list[str] = []
+    srv = http.serve(
+        "127.0.0.1",
+        0,
+        {("POST", "/inline"): lambda _b: (200, "text/plain", b"ok")},
+        "t",
+        inline=frozenset({("POST", "/inline")}),
+        on_route=lambda: told.append(threading.current_thread().name),
+    )
+    try:
+        assert post(srv, "/inline", b"{}") == "ok"
+        with pytest.raises(urllib.error.HTTPError):
+            post(srv, "/nowhere", b"{}")
+        assert told == ["http-t"], "once, on the server's loop"
+    finally:
+        srv.stop()

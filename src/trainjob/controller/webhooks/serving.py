@@ -150,9 +150,11 @@ class WebhookServer:
         client: Client,
         options: Options,
         cached_runtime: admission.RuntimeLookup | None = None,
+        on_request: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
         self.options = options
+        self.on_request = on_request  # called on the server's loop as each review is handled
         self.admission = admission.Admission(client, cached_runtime=cached_runtime)
         self.server: http.Server | None = None
         self.ca_bundle = b""
@@ -181,7 +183,12 @@ class WebhookServer:
     def start(self) -> None:
         o = self.options
         self.server = http.serve(
-            o.host, o.port, self.routes(), "webhooks", inline=self.inline_routes()
+            o.host,
+            o.port,
+            self.routes(),
+            "webhooks",
+            inline=self.inline_routes(),
+            on_route=self.on_request,
         )
         if o.mode == "dev":
             bundle = certs.generate_in_subprocess(["localhost"], [_loopback_ip(o.host)])
