@@ -19,12 +19,15 @@ ratios: trainjob / upstream, and each controller's time to all JobSets / the flo
 
     .venv/bin/python benchmarks/controller.py [--jobs 500] [--upstream] [--workers 5]
                                               [--threads 32] [--kubeconfig KC] [--profile DIR]
+                                              [--prelude-b LINE [--b-first]]
 
 Without ``--kubeconfig`` a private control plane is started with ``hack/testenv`` (built when not
 cached) and stopped at the end; ``--upstream`` needs it (the CRDs are swapped between runs).
 ``--profile DIR`` runs trainjob's controller under py-spy (if installed) and writes its samples as
 folded stacks (``DIR/trainjob-controller-N.folded``; flamegraph.pl or speedscope read them).
-``BENCH_PRELUDE`` (a Python line run before trainjob's controller starts) swaps a part for an A/B.
+``BENCH_PRELUDE`` (a Python line run before trainjob's controller starts) swaps a part for an A/B;
+``--prelude-b LINE`` runs trainjob's controller a second time in the same run (``trainjob-b``, after
+A, or before it with ``--b-first``) with ``LINE`` instead, and reports both beside upstream.
 
 The status server (progress, KEP-2779) is on by default in trainjob's controller, so it is on here
 too (on a free loopback port); ``--no-status-server`` turns it off. Upstream runs with its shipped
@@ -145,6 +148,53 @@ upstream's objects (a webhook-checked TrainJob, the runtime snapshot, a server-s
 JobSet: the control plane alone >= 2.0x with the status server on, ~1.77x off, its apply
 estimated at the measured 1.13x of a create), and on this machine not to upstream either
 (2.2-2.7x in these runs).
+
+Fourth round, 2026-12-02 06:44-07:21 (``--jobs 500 --upstream``, status server on; load 8.7 at
+the first runs falling to 2 at the last, the machine shared with cold builds and tests).
+``--prelude-b`` runs trainjob's controller twice in one run, A and B (``--b-first`` swaps them),
+and the new rows tell the run's conditions: the JobSets made while the TrainJobs were created
+(the controller's writes the create calls competed with), other processes' cores meanwhile, and
+the apiserver's own mean for a create (its histogram: the rest is the client's side). Three runs,
+"after" the code since, "before" the same code with both changes undone by the prelude (main's
+behaviour at a72557a, in the same run), trainjob / upstream:
+
+    run (order)                   1 (after first)    2 (before first)   3 (after first)
+    admission mean  after/before  0.76x / 1.15x      1.01x / 1.43x      0.84x / 0.80x
+    admission p99   after/before  0.74x / 0.96x      1.55x / 1.42x      0.90x / 0.72x
+      (ms: upstream / after / before, mean)  156/118/179  130/132/186   213/180/170
+    webhook round trip            0.50x / 0.72x      0.70x / 1.13x      0.62x / 0.56x
+    JobSets while creating        11 / 40 (up 9)     8 / 42 (up 7)      19 / 46 (up 7)
+    time to all JobSets           0.82x / 1.04x      0.63x / 0.76x      0.93x / 0.66x
+    all JobSets / floor           2.09x / 2.66x      1.47x / 1.76x      2.58x / 1.82x
+                                  (up 2.55x)         (up 2.33x)         (up 2.76x)
+    peak RSS                      0.90x              0.94x              0.90x
+    CPU seconds                   0.46x / 0.52x      0.62x / 0.58x      0.57x / 0.53x
+
+and with ``--no-status-server`` (07:19, load 2-3, before first): admission mean 0.72x / 0.99x,
+p99 0.88x / 1.29x, time to all JobSets 0.59x / 0.63x (1.51x / 1.61x the floor; upstream
+2.55x), RSS 0.94x, CPU 0.45x. What moved, each measured alone in one run with the other part
+on both sides (A / B, trainjob's create call mean):
+
+* reconciles take turns while the webhooks serve (``trainjob.controller.priority``): while the
+  webhook server has answered a review in the last 0.25 s, one reconcile runs at a time, not
+  ``--workers``; the JobSets made while TrainJobs are created fall from 37-46 to 8-19 (upstream,
+  QPS-limited, 7-11). Without upstream (two runs, load 8.5): 181 / 265 and 160 / 275 ms, every
+  JobSet 12.2 / 15.4 and 10.7 / 16.5 s; beside upstream 106 / 209, 197 / 249, but 247 / 203 and
+  244 / 235 in two runs at load 8-9: the gain is real but smaller than the load's swings;
+* the GIL switch interval 1 ms, not 5 (``priority.SWITCH_INTERVAL``): the webhook's loop thread
+  waited up to 5 ms for the GIL at each of its wake-ups in a review: 110 / 287 and 148 / 258 ms
+  (webhook round trip 41 / 96 and 51 / 103 ms), every JobSet 10.5 / 16.2 and 10.8 / 14.1 s;
+* tried and not kept: ``gc.freeze()`` after the start (171 / 216, then 178 / 176 ms; no gen-2
+  collection happens in a burst: gc callbacks); JobSets by POST instead of server-side apply
+  (~1 ms of apiserver CPU a job) was not tried: a later apply would leave the fields the create
+  owned (manager "trainjob", operation Update) in place when the Plan drops them.
+
+What did not: admission is under upstream's in most runs, not in every one (run 2's p99, at load
+2: upstream's webhook answered in 33 ms a call then). The slowest 1% of trainjob's creates (two
+runs with start times) start in the burst's first 0.3 s, while the apiserver opens its ~30
+connections to the webhook (each TLS handshake on the one loop, where Go's serves them on every
+core), or in one stall ~1.4 s in (not the controller's GC). Time to all JobSets / floor reached
+1.47x and 1.51x in the two runs at load 2-3, 2.1-2.6x at load 5-9: see the analysis above.
 """
 
 from __future__ import annotations
@@ -184,14 +234,17 @@ from trainjob.runtime import compile  # noqa: E402
 Obj = dict[str, Any]
 
 CONTROLLER_MAIN = "import sys; from trainjob.cli import main; sys.exit(main())"
-if os.environ.get("BENCH_PRELUDE"):  # an experiment's line before the controller starts
-    CONTROLLER_MAIN = os.environ["BENCH_PRELUDE"] + "; " + CONTROLLER_MAIN
-if os.environ.get("BENCH_TRACEMALLOC"):  # where the controller's allocations go, at its exit
-    CONTROLLER_MAIN = (
-        "import atexit, tracemalloc; tracemalloc.start(1); atexit.register(lambda: "
-        f"tracemalloc.take_snapshot().dump({os.environ['BENCH_TRACEMALLOC']!r})); "
-        + CONTROLLER_MAIN
-    )
+
+
+def controller_main(prelude: str = "") -> str:
+    """The controller's ``python -c`` line, after an experiment's ``prelude`` (if any)."""
+    main = CONTROLLER_MAIN if not prelude else prelude + "; " + CONTROLLER_MAIN
+    if os.environ.get("BENCH_TRACEMALLOC"):  # where the controller's allocations go, at its exit
+        main = (
+            "import atexit, tracemalloc; tracemalloc.start(1); atexit.register(lambda: "
+            f"tracemalloc.take_snapshot().dump({os.environ['BENCH_TRACEMALLOC']!r})); " + main
+        )
+    return main
 
 
 def start_testenv() -> tuple[Path, Path]:
@@ -226,6 +279,13 @@ def stop_testenv(state: Path) -> None:
     env = {**os.environ, "TRAINJOB_TESTENV_DIR": str(state / "cp")}
     subprocess.run([str(REPO / "hack" / "testenv"), "down"], env=env, stdout=subprocess.DEVNULL)
     shutil.rmtree(state, ignore_errors=True)
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (all cores, /proc/stat: not idle, iowait)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    busy = sum(fields[:8]) - fields[3] - fields[4]  # (guest time is within user)
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def proc_stats(pid: int) -> dict[str, float]:
@@ -287,6 +347,24 @@ def webhook_seconds(kube: Client) -> dict[str, tuple[float, int]]:
             name = labels.get("name", "")
             into[name] = into.get(name, 0) + float(value)  # type: ignore[assignment]
     return {name: (sums[name], int(counts.get(name, 0))) for name in sums}
+
+
+CREATE_METRIC = "apiserver_request_duration_seconds"
+
+
+def create_seconds(kube: Client) -> tuple[float, int]:
+    """The apiserver's own clock of the TrainJob creates so far (seconds in all, calls): the
+    create call less the client's side of it (its threads, the connection)."""
+    text = str(kube.request("GET", "/metrics", accept="text/plain"))
+    total, count = 0.0, 0
+    for line in text.splitlines():
+        if 'resource="trainjobs"' not in line or 'verb="POST"' not in line:
+            continue
+        if line.startswith(CREATE_METRIC + "_sum{"):
+            total += float(line.rpartition(" ")[2])
+        elif line.startswith(CREATE_METRIC + "_count{"):
+            count += int(float(line.rpartition(" ")[2]))
+    return total, count
 
 
 def webhook_means(
@@ -410,6 +488,16 @@ class Run:
     rss_after: float = 0.0
     rss_peak: float = 0.0
     cpu: float = 0.0
+    apiserver_create_ms: float = 0.0
+    """The apiserver's own mean for a create call (its histogram: webhooks included, the
+    client's side not)."""
+    others_cores: float = 0.0
+    """Cores the machine's other processes used while the TrainJobs were created (the load
+    each create burst met: /proc/stat's busy time less the controller's, the control plane's
+    and this process's)."""
+    during_admission: int = 0
+    """JobSets that existed when the last create call returned (the controller's writes that
+    competed with the create calls)."""
     apiserver_cpu: float = 0.0
     """etcd's and kube-apiserver's CPU seconds for the burst (0 without a private control plane)."""
     client_cpu: float = 0.0
@@ -429,6 +517,8 @@ class Run:
             "admission_p99_ms": round(percentile(self.create_latencies, 99) * 1000, 1),
             "admission_mean_ms": round(statistics.fmean(self.create_latencies) * 1000, 1),
             "all_jobsets_s": round(self.total, 3),
+            "jobsets_during_admission": self.during_admission,
+            "others_cores_during_admission": round(self.others_cores, 2),
             "jobset_p50_ms": round(statistics.median(self.latencies) * 1000, 1),
             "jobset_p99_ms": round(percentile(self.latencies, 99) * 1000, 1),
             "rss_idle_mib": round(self.rss_idle, 1),
@@ -440,6 +530,7 @@ class Run:
             "apiserver_writes": self.writes,
             "apiserver_writes_settled": self.settled_writes,
             "webhook_mean_ms": {k: round(v, 2) for k, v in self.webhook_ms.items()},
+            "apiserver_create_mean_ms": round(self.apiserver_create_ms, 1),
         }
 
 
@@ -467,15 +558,26 @@ def measure(
     writes_before = apiserver_writes(kube)
     cp_before = control_plane_cpu()
     hooks_before = webhook_seconds(kube)
+    creates_before = create_seconds(kube)
     me_before = time.process_time()
+    ours_before = control_plane_cpu() + proc_stats(pid)["cpu"] + me_before
+    busy_before = machine_busy()
     t0 = time.monotonic()
     created, run.create_latencies = burst(
         kube, [trainjob(f"job-{i:04d}", ns) for i in range(args.jobs)], r.TRAINJOBS, args.threads
     )
     run.create_total = max(created.values()) - t0
+    ours = control_plane_cpu() + proc_stats(pid)["cpu"] + time.process_time() - ours_before
+    run.others_cores = (machine_busy() - busy_before - ours) / (time.monotonic() - t0)
     run.webhook_ms = webhook_means(hooks_before, webhook_seconds(kube))
+    creates_after = create_seconds(kube)
+    if creates_after[1] > creates_before[1]:
+        run.apiserver_create_ms = (
+            (creates_after[0] - creates_before[0]) / (creates_after[1] - creates_before[1]) * 1000
+        )
     watcher.wait_all(args.jobs, args.timeout)
     run.total = max(watcher.seen.values()) - t0
+    run.during_admission = sum(1 for t in watcher.seen.values() if t <= t0 + run.create_total)
     run.client_cpu = time.process_time() - me_before
     watcher.stop()
     time.sleep(1)
@@ -492,11 +594,16 @@ def measure(
 
 @contextlib.contextmanager
 def trainjob_controller(
-    kube: Client, kubeconfig: str, args: argparse.Namespace, tag: str
+    kube: Client,
+    kubeconfig: str,
+    args: argparse.Namespace,
+    tag: str,
+    prelude: str | None = None,
 ) -> Iterator[int]:
     """``trainjob controller`` against ``kubeconfig`` (webhooks on loopback unless
     ``args.no_webhooks``, the status server unless ``args.no_status_server``), ready and its
-    webhooks effective; yields its pid and stops it at the end.
+    webhooks effective; yields its pid and stops it at the end. ``prelude``: a Python line run
+    before it starts (default ``BENCH_PRELUDE``).
 
     Started by the integration tests' harness (``controller_harness.start_controller``): the
     metrics, webhook and status servers bind port 0; the health port, which the harness must
@@ -505,6 +612,9 @@ def trainjob_controller(
     configurations have names of this controller's own (a test's controller on the same
     apiserver keeps its own)."""
     extra = ["--workers", str(args.workers), "--log-level", "WARNING"]
+    if prelude is None:
+        prelude = os.environ.get("BENCH_PRELUDE", "")
+    main = controller_main(prelude)
     if getattr(args, "watch_namespace", None):  # (apiserver_costs.py: webhooks only)
         extra += ["--namespace", args.watch_namespace]
     if args.no_status_server:
@@ -525,7 +635,7 @@ def trainjob_controller(
             *extra,
             webhooks=not args.no_webhooks,
             port_args=lambda port: ("--health-port", str(port)),
-            command=lambda a: [*prefix, sys.executable, "-c", CONTROLLER_MAIN, *a],
+            command=lambda a: [*prefix, sys.executable, "-c", main, *a],
             log_path=log_path,
             ready_timeout=300 if os.environ.get("BENCH_TRACEMALLOC") else 60,
         )
@@ -547,9 +657,16 @@ def trainjob_controller(
         ctl.forget_webhooks()  # what a controller that did not stop cleanly left registered
 
 
-def run_trainjob(kube: Client, kubeconfig: str, ns: str, args: argparse.Namespace) -> Run:
-    with trainjob_controller(kube, kubeconfig, args, ns) as pid:
-        return measure("trainjob", kube, pid, ns, args)
+def run_trainjob(
+    kube: Client,
+    kubeconfig: str,
+    ns: str,
+    args: argparse.Namespace,
+    name: str = "trainjob",
+    prelude: str | None = None,
+) -> Run:
+    with trainjob_controller(kube, kubeconfig, args, ns, prelude) as pid:
+        return measure(name, kube, pid, ns, args)
 
 
 def controller_pid(ctl: subprocess.Popen[bytes], args: argparse.Namespace) -> int:
@@ -648,6 +765,7 @@ def report(args: argparse.Namespace, fl: Floor, runs: list[Run]) -> None:
         "admission: create call mean",
         lambda x: f"{statistics.fmean(x.create_latencies) * 1000:.1f} ms",
     )
+    row("... of which in the apiserver (its mean)", lambda x: f"{x.apiserver_create_ms:.1f} ms")
     row(
         "webhook round trip, the apiserver's mean",
         lambda x: (
@@ -655,6 +773,8 @@ def report(args: argparse.Namespace, fl: Floor, runs: list[Run]) -> None:
             + " ms"
         ),
     )
+    row("JobSets made while TrainJobs were created", lambda x: str(x.during_admission))
+    row("other processes' cores meanwhile", lambda x: f"{x.others_cores:.2f}")
     row("every JobSet exists", lambda x: f"{x.total:.2f} s ({x.jobs / x.total:.0f}/s)")
     row("per job, create -> JobSet p50 / p99", lambda x: (
         f"{statistics.median(x.latencies) * 1000:.0f} / {percentile(x.latencies, 99) * 1000:.0f} ms"))  # fmt: skip
@@ -702,12 +822,13 @@ def report(args: argparse.Namespace, fl: Floor, runs: list[Run]) -> None:
     }
     for run in runs:
         result[run.name] = run.summary()
-    tj = next((x for x in runs if x.name == "trainjob"), None)
     up = next((x for x in runs if x.name == "upstream"), None)
     targets: list[tuple[str, float, float]] = []
-    if tj is not None:
-        targets.append(("time to all JobSets / floor (target <= 1.5)", tj.total / ref, 1.5))
-    if tj is not None and up is not None:
+    for tj in (x for x in runs if x.name.startswith("trainjob")):
+        who = "" if tj.name == "trainjob" else f" [{tj.name}]"
+        targets.append((f"time to all JobSets / floor (target <= 1.5){who}", tj.total / ref, 1.5))
+        if up is None:
+            continue
         ratios = {
             "rss_peak": tj.rss_peak / up.rss_peak,
             "cpu": tj.cpu / up.cpu,
@@ -719,18 +840,19 @@ def report(args: argparse.Namespace, fl: Floor, runs: list[Run]) -> None:
         }
         if tj.webhook_ms and up.webhook_ms:
             ratios["webhook_round_trip"] = sum(tj.webhook_ms.values()) / sum(up.webhook_ms.values())
-        result["trainjob_over_upstream"] = {k: round(v, 3) for k, v in ratios.items()}
+        key = "trainjob_over_upstream" if tj.name == "trainjob" else f"{tj.name}_over_upstream"
+        result[key] = {k: round(v, 3) for k, v in ratios.items()}
         targets += [
-            ("peak RSS, trainjob / upstream (target <= 1)", ratios["rss_peak"], 1.0),
-            ("CPU seconds, trainjob / upstream (target <= 1)", ratios["cpu"], 1.0),
-            ("admission mean, trainjob / upstream (target <= 1)", ratios["admission_mean"], 1.0),
-            ("admission p99, trainjob / upstream (target <= 1)", ratios["admission_p99"], 1.0),
-            ("time to all JobSets, trainjob / upstream", ratios["all_jobsets"], float("inf")),
+            (f"peak RSS, {tj.name} / upstream (target <= 1)", ratios["rss_peak"], 1.0),
+            (f"CPU seconds, {tj.name} / upstream (target <= 1)", ratios["cpu"], 1.0),
+            (f"admission mean, {tj.name} / upstream (target <= 1)", ratios["admission_mean"], 1.0),
+            (f"admission p99, {tj.name} / upstream (target <= 1)", ratios["admission_p99"], 1.0),
+            (f"time to all JobSets, {tj.name} / upstream", ratios["all_jobsets"], float("inf")),
         ]
         if "webhook_round_trip" in ratios:
             targets.append(
                 (
-                    "webhook round trips, trainjob / upstream",
+                    f"webhook round trips, {tj.name} / upstream",
                     ratios["webhook_round_trip"],
                     float("inf"),
                 )
@@ -738,7 +860,7 @@ def report(args: argparse.Namespace, fl: Floor, runs: list[Run]) -> None:
     print()
     for label, value, target in targets:
         mark = "" if target == float("inf") else ("  ok" if value <= target else "  MISSED")
-        print(f"  {label:<52} {value:.2f}x{mark}")
+        print(f"  {label:<64} {value:.2f}x{mark}")
     print(json.dumps(result))
 
 
@@ -764,6 +886,12 @@ def main() -> None:
         help="count the writes again this many seconds after the last JobSet",
     )
     ap.add_argument("--profile", help="write py-spy samples of trainjob's controller here")
+    ap.add_argument(
+        "--prelude-b",
+        help="an A/B in one run: trainjob's controller runs a second time (trainjob-b), "
+        "with this Python line before it starts instead of BENCH_PRELUDE",
+    )
+    ap.add_argument("--b-first", action="store_true", help="with --prelude-b: B runs before A")
     args = ap.parse_args()
     if args.upstream and args.kubeconfig:
         ap.error("--upstream swaps CRDs: it needs the private control plane (no --kubeconfig)")
@@ -782,6 +910,8 @@ def main() -> None:
         "upstream": f"bench-{tag}-up",
         "trainjob": f"bench-{tag}-tj",
     }
+    if args.prelude_b is not None:
+        names["trainjob-b"] = f"bench-{tag}-tjb"
     try:
         runtime_doc = yaml.safe_load(
             (REPO / "manifests/runtimes/torch-distributed.yaml").read_text()
@@ -802,8 +932,14 @@ def main() -> None:
             runs.append(run_upstream(kube, kubeconfig, names["upstream"], args))
             purge(kube, names["upstream"], names["upstream"] + "-warm")
             upstream_harness.swap_crds(kube, sorted((REPO / "manifests" / "crds").glob("*.yaml")))
-        print("trainjob's controller ...", flush=True)
-        runs.append(run_trainjob(kube, kubeconfig, names["trainjob"], args))
+        variants = [("trainjob", None)]
+        if args.prelude_b is not None:
+            variants.insert(0 if args.b_first else 1, ("trainjob-b", args.prelude_b))
+        for i, (name, prelude) in enumerate(variants):
+            if i:
+                purge(kube, names[variants[i - 1][0]], names[variants[i - 1][0]] + "-warm")
+            print(f"{name}'s controller ...", flush=True)
+            runs.append(run_trainjob(kube, kubeconfig, names[name], args, name, prelude))
         report(args, ref, runs)
     finally:
         if state is None:  # someone else's cluster: leave nothing behind (no namespace
