@@ -94,3 +94,25 @@ def test_logs_next_step_follows_transformers_rule(
     args = SimpleNamespace(logging_strategy=strategy, logging_first_step=first)
     state = SimpleNamespace(global_step=step, logging_steps=every, max_steps=100)
     assert engine.logs_next_step(args, state) is want
+
+
+def test_floating_point_ops_are_transformers_count_with_the_parameters_counted_once(
+    model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import transformers
+
+    ours = trainer(engine.make_trainer_class(torchtune=False), model_dir, tmp_path, [[5, 6, 7]] * 2)
+    inputs = batch(ours)
+    want = transformers.Trainer.floating_point_ops(ours, inputs)
+    assert want > 0
+    counted: list[dict[str, Any]] = []
+    count = ours.model.num_parameters
+
+    def num_parameters(**kw: Any) -> int:
+        counted.append(kw)
+        return int(count(**kw))
+
+    monkeypatch.setattr(ours.model, "num_parameters", num_parameters)
+    assert [ours.floating_point_ops(inputs) for _ in range(3)] == [want] * 3
+    assert counted == [{"exclude_embeddings": True}]
+    assert ours.floating_point_ops({"labels": inputs["labels"]}) == 0  # no input_ids: none
