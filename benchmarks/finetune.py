@@ -14,8 +14,10 @@ constant, no weight decay), gradient clipping (max norm 1.0: TRL's default) and 
   step lines, tokens/s, checkpoint marking, resume);
 * **trl**: ``python -m trl.scripts.sft`` with the same flags (TRL's own script: what KEP-2839's
   runtime runs under torchrun);
-* **hf**: a plain loop: ``AutoModelForCausalLM``, ``peft.get_peft_model``, forward, backward,
-  clip, step (no TRL per-step metrics: the floor).
+* **hf**: a plain loop: ``AutoModelForCausalLM``, ``peft.get_peft_model``, forward (with
+  ``use_cache=False``, as trainjob's and torchtune's training forwards: transformers' default
+  builds a KV cache, a copy of every layer's keys and values, in each step), backward, clip,
+  step (no TRL per-step metrics: the floor).
 * **torchtune**: ``tune run full_finetune_single_device`` / ``lora_finetune_single_device``
   of torchtune 0.6.1 in a venv of its own (:data:`TORCHTUNE_VENV`, made with uv on first use;
   torchao 0.15), a config written here for the same model (torchtune's ``llama3`` /
@@ -42,7 +44,8 @@ same LoRA on a 4-bit NF4 base, compute in fp32: ``--load_in_4bit`` for trainjob 
 bitsandbytes' CPU backend; torchtune's ``quantize_base: True``, torchao 0.15's NF4, which
 quantizes the same weights to other values: its step-1 loss differs). qlora is not in the
 default set (each run quantizes the model first, slow here). Measured 2026-12-02 on this
-project's shared 2-core machine at load 10.8-15.8, medians of 2 rounds:
+project's shared 2-core machine at load 10.8-15.8, medians of 2 rounds (before the plain loop's
+``use_cache=False`` and trainjob's kept heap, ``trainers/llm/heap.py``):
 
     .venv/bin/python benchmarks/finetune.py --modes qlora --engines trainjob hf trl torchtune \\
         --steps 8 --seq 64 --batch 4 --threads 1 --repeat 2
@@ -226,7 +229,7 @@ def hf_loop(argv: list[str]) -> int:
     opt = torch.optim.AdamW(trainable, lr=LR, weight_decay=0.0)
     for step in range(1, steps + 1):
         ids = torch.tensor(rows[(step - 1) * batch : step * batch])
-        loss = model(input_ids=ids, labels=ids).loss
+        loss = model(input_ids=ids, labels=ids, use_cache=False).loss  # as the others train
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         opt.step()
