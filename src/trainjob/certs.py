@@ -260,6 +260,12 @@ def server_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
     """A server-side TLS context (TLS 1.2+) serving this certificate and key."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    # No TLS 1.3 session tickets (OpenSSL sends two after every handshake): the apiserver's
+    # webhook client keeps no session cache, so they were never used, and they cost the
+    # server's one loop: a new connection's handshake and first request measured 2.06 ms of
+    # CPU and 44 ms of wall time with them, 1.05 ms and 2.2 ms without (a burst of creates
+    # makes the apiserver open ~30 connections at once).
+    ctx.num_tickets = 0
     with tempfile.TemporaryDirectory(prefix="trainjob-webhook-") as d:
         cert_file, key_file = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
