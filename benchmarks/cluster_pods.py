@@ -26,6 +26,10 @@ cluster's own chain, JobSet, Job controller, scheduler and KWOK, takes most of t
     controller CPU for the run               0.76x (1.2 / 1.6) 0.93x (1.4 / 1.6 s)
     controller peak RSS                      1.15x (50 / 44)   1.13x (50 / 44 MiB)
 
+and 2026-12-02 07:33 (load 1.5-2, after the admission-first change of benchmarks/controller.py's
+fourth round): every pod Running 1.03x (26.5 / 25.7 s), per job p50 0.93x, controller CPU 0.64x
+(0.9 / 1.5 s), peak RSS 1.10x (50 / 45 MiB).
+
 (a) before cached keys were interned. At 100 jobs the peak is the interpreter's floor (idle 46 MiB
 against Go's 37); at 500, in benchmarks/controller.py, trainjob's peak is below upstream's.
 

@@ -200,6 +200,8 @@ core), or in one stall ~1.4 s in (not the controller's GC). Time to all JobSets 
 1.47x and 1.51x in the two runs at load 2-3, 2.1-2.6x at load 5-9, and 1.21x (twice, A and B)
 at 07:30 when, for once, no other process ran during trainjob's bursts (others' cores 0.0;
 upstream's met 0.73: admission 0.58x / 0.61x, p99 0.61x / 0.63x, time to all JobSets 0.48x):
+the landed code alone at 07:36 (load 2, others' cores 0.74 in both bursts): admission 0.67x,
+p99 0.72x, time to all JobSets 0.56x (1.50x the floor; upstream 2.67x), RSS 0.89x, CPU 0.46x;
 the 1.5x target is out of reach while the bursts are CPU-bound (the analysis above: the
 control plane alone costs >= 2.0x the floor's CPU) and within it when the machine has CPU to
 spare, where the floor is bound by its client's threads and the controller's writes overlap.
