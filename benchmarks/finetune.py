@@ -31,9 +31,11 @@ constant, no weight decay), gradient clipping (max norm 1.0: TRL's default) and 
 Like for like: gradient checkpointing is off in every engine (TRL's SFTConfig turns it on by
 default: ``--gradient_checkpointing=False`` here for trainjob and trl; torchtune's config and the
 plain loop have it off). TRL's own script computes its fused LM head and per-step entropy and
-token accuracy every micro-batch; trainjob's ``trl sft`` on the CPU takes the same loss from
-the model's logits and computes those metrics on logging steps only (every step here:
-``--logging_steps=1``); the plain loop and torchtune compute neither. DoRA: trainjob trains
+token accuracy every micro-batch (it has no switch for them); trainjob's ``trl sft`` on the CPU
+takes the same loss from the model's logits and computes those metrics on logging steps only
+(every step here: ``--logging_steps=1``), or not at all with ``--token_metrics False``, which
+this benchmark passes by default, as the plain loop and torchtune compute neither
+(``--token-metrics`` keeps them on: about 3% of a LoRA step here). DoRA: trainjob trains
 peft's DoRA layers with torchtune's ``DoRALinear`` forward (trainers/llm/dora.py: no second
 pass of the frozen weight on the dropped-out input); the plain loop and TRL's script run peft's. The step-1 losses printed
 must agree (same weights, same tokens): a check that the engines train the same thing.
@@ -410,6 +412,8 @@ def run_once(engine: str, mode: str, model: Path, data: Path, work: Path, a: arg
         module = "trainjob.trainers.llm.trl" if engine == "trainjob" else "trl.scripts.sft"
         cmd = [sys.executable, "-m", module, *(["sft"] if engine == "trainjob" else [])]
         cmd += trl_flags(mode, model, data, out, a)
+    if engine.startswith("trainjob") and not a.token_metrics:
+        cmd.append("--token_metrics=False")  # like the plain loop and torchtune (see above)
     env = {
         **os.environ,
         "OMP_NUM_THREADS": str(a.threads),
@@ -482,6 +486,11 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--hidden", type=int, default=512, help="smaller for a quick check")
     p.add_argument("--layers", type=int, default=8)
+    p.add_argument(
+        "--token-metrics",
+        action="store_true",
+        help="trainjob computes SFTTrainer's entropy and token accuracy (the peers do not)",
+    )
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="finetune-bench-") as tmp:
         work = Path(tmp)

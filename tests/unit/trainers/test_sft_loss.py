@@ -75,6 +75,14 @@ def test_the_loss_and_metrics_equal_trls_fused_head_on_logging_steps_only(
     ours.compute_loss(ours.model, dict(inputs))
     assert len(ours._metrics["train"]["entropy"]) == 1
 
+    # --token_metrics False: a logging step computes neither, and the loss is the same
+    ours._metrics["train"].clear()
+    ours.run.token_metrics = False
+    again = ours.compute_loss(ours.model, dict(inputs))
+    assert float(again.detach()) == pytest.approx(float(loss.detach()), abs=1e-6)
+    assert "entropy" not in ours._metrics["train"]
+    assert "mean_token_accuracy" not in ours._metrics["train"]
+
 
 @pytest.mark.parametrize(
     ("strategy", "every", "first", "step", "want"),

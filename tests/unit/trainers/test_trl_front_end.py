@@ -157,3 +157,14 @@ def test_every_row_format_trl_reads_passes_the_column_check(
     p = methods.parse([method, *BASE[:2], "--dataset_name", str(f), *BASE[4:], *flags], False)
     loaded = data.load(p.script)
     data.check_columns(p.method, p.script, p.training, loaded["train"])
+
+
+def test_token_metrics_is_trainjobs_one_flag_of_sft_on_by_default() -> None:
+    assert methods.parse(["sft", *BASE], cuda=False).token_metrics is True
+    assert methods.parse(["sft", *BASE, "--token_metrics", "False"], False).token_metrics is False
+    assert methods.parse(["sft", *BASE, "--token_metrics=no"], False).token_metrics is False
+    assert methods.parse(["sft", *BASE, "--token_metrics"], False).token_metrics is True
+    with pytest.raises(TrainerError, match="--token_metrics"):
+        methods.parse(["sft", *BASE, "--token_metrics", "maybe"], cuda=False)
+    with pytest.raises(TrainerError, match="token_metrics"):  # not a DPO flag
+        methods.parse(["dpo", *BASE, "--token_metrics", "False"], cuda=False)

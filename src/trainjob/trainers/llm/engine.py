@@ -89,6 +89,9 @@ class Run:
     """Whether SFT's loss is the model's own (:func:`plain_sft_loss`): then the trainer, not
     SFTTrainer, reports ``num_tokens``."""
     last_log: float = field(default_factory=time.monotonic)
+    token_metrics: bool = True
+    """Whether SFT with :func:`plain_sft_loss` logs entropy and token accuracy (``trl sft
+    --token_metrics``)."""
 
     def position(self, global_step: int) -> tuple[int, int]:
         """(epoch, step within it), both from 1, of optimizer step ``global_step`` (from 1).
@@ -369,7 +372,7 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
             loss, outputs = transformers.Trainer.compute_loss(
                 self, model, inputs, True, num_items_in_batch
             )
-            if mode == "eval" or logs_next_step(self.args, self.state):
+            if self.run.token_metrics and (mode == "eval" or logs_next_step(self.args, self.state)):
                 sums = token_metrics(outputs.logits.detach(), inputs["labels"])
                 sums = self.accelerator.gather(sums).view(-1, 3).sum(0)  # every rank's
                 valid, entropy, correct = (float(x) for x in sums)

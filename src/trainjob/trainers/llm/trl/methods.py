@@ -9,7 +9,10 @@ means to TRL. GRPO generates its completions with transformers' ``generate`` in 
 differ, because the run happens in a TrainJob pod: on a machine without a CUDA GPU the run is
 fp32 on the CPU (TRL would refuse its own bf16 default there unless told ``--use_cpu``);
 tqdm bars, which make a pod's log unreadable, are off unless ``--disable_tqdm`` is given; and DDP
-does not search for unused parameters unless ``--ddp_find_unused_parameters`` says so.
+does not search for unused parameters unless ``--ddp_find_unused_parameters`` says so. One flag
+is trainjob's own: ``trl sft --token_metrics False`` leaves out SFTTrainer's per-step entropy and
+token accuracy where trainjob computes the loss (a device without Triton: the CPU), about 3% of
+a CPU LoRA step at ``--logging_steps 1``, for a user who does not read them.
 Called by :mod:`.launch` (to check before starting processes) and :mod:`.train` (each rank).
 """
 
@@ -43,6 +46,8 @@ class Parsed:
     """TRL's ModelConfig: model_name_or_path, dtype, use_peft, lora_r, ..."""
     argv: tuple[str, ...]
     """The flags as given (after the method)."""
+    token_metrics: bool = True
+    """``--token_metrics`` (sft): log SFTTrainer's entropy and mean_token_accuracy."""
 
 
 def method_of(argv: Sequence[str]) -> str:
@@ -97,8 +102,22 @@ def parse(argv: Sequence[str], cuda: bool) -> Parsed:
         raise TrainerError(f"trl {method}: {message}")
 
     parser.error = error  # argparse's own errors become one line, not usage + exit 2
+    if method == "sft":
+        from transformers.hf_argparser import string_to_bool
+
+        parser.add_argument(
+            "--token_metrics",
+            type=string_to_bool,
+            default=True,
+            nargs="?",
+            const=True,
+            metavar="BOOL",
+            help="trainjob: log SFTTrainer's entropy and mean_token_accuracy each logging step "
+            "(False: leave them out where trainjob computes the loss, i.e. without Triton; "
+            "about 3%% of a CPU LoRA step at --logging_steps 1)",
+        )
     try:
-        script, training, model, *_ = parser.parse_args_and_config(
+        script, training, model, *rest = parser.parse_args_and_config(
             with_defaults(flags, cuda), fail_with_unknown_args=True
         )
     except (ValueError, OSError) as exc:
@@ -116,7 +135,9 @@ def parse(argv: Sequence[str], cuda: bool) -> Parsed:
         )
     if method == "grpo":
         check_grpo(script, training)
-    return Parsed(method, script, training, model, tuple(flags))
+    ours = next((r for r in rest if hasattr(r, "token_metrics")), None)  # HfArgumentParser's
+    token_metrics = bool(getattr(ours, "token_metrics", True))  # namespace of the extra flags
+    return Parsed(method, script, training, model, tuple(flags), token_metrics)
 
 
 def check_grpo(script: Any, training: Any) -> None:

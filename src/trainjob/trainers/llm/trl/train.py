@@ -148,6 +148,7 @@ def train(p: methods.Parsed) -> None:
         epoch_steps=steps,
         tokenizer=trainer.processing_class,
         trainer=trainer,
+        token_metrics=p.token_metrics,
     )
     trainer.run = run
     trainer.remove_callback(transformers.PrinterCallback)
