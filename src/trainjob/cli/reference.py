@@ -153,49 +153,22 @@ def render() -> str:
 def typer_help(path: list[str]) -> str:
     """What ``trainjob *path --help`` prints through typer, 80 columns wide (a terminal that
     wide or wider, or a pipe: click's help is never wider)."""
+    from unittest import mock
+
     from trainjob.cli.root import run
 
     out = io.StringIO()
     with contextlib.ExitStack() as undo, contextlib.redirect_stdout(out):
-        undo.enter_context(_environ(COLUMNS="80", TERMINAL_WIDTH=None))
+        undo.enter_context(mock.patch.dict(os.environ, COLUMNS="80"))  # restored afterwards
+        os.environ.pop("TERMINAL_WIDTH", None)
         # typer reads TERMINAL_WIDTH once, when typer.rich_utils is first imported: a help
         # screen printed earlier in this process under another width would fix it there
         rich_utils = sys.modules.get("typer.rich_utils")
         if rich_utils is not None:
-            undo.enter_context(_attribute(rich_utils, "MAX_WIDTH", None))
+            undo.enter_context(mock.patch.object(rich_utils, "MAX_WIDTH", None))
         code = run([*path, "--help"])
     assert code == 0, f"trainjob {' '.join(path)} --help exited {code}"
     return out.getvalue()
-
-
-@contextlib.contextmanager
-def _environ(**values: str | None) -> Iterator[None]:
-    """``os.environ`` with ``values`` set (None: unset), as it was afterwards."""
-    was = {k: os.environ.get(k) for k in values}
-    try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        yield
-    finally:
-        for k, v in was.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@contextlib.contextmanager
-def _attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
-    """``owner.name`` set to ``value``, as it was afterwards."""
-    was = getattr(owner, name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        setattr(owner, name, was)
 
 
 def help_screens() -> str:
