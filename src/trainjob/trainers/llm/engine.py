@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainjob.trainers.llm import checkpoint, dora, heap
+from trainjob.trainers.llm import checkpoint, dora, dropout, heap
 from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.errors import TrainerError
 
@@ -304,6 +304,8 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
             # DoRA layers (peft's, as the trainer made or was given them) train without a
             # second pass of the frozen weight on the dropped-out input (dora.py)
             dora.install(self.model)
+            # LoRA's dropout masks drawn at a third of torch's cost on the CPU (dropout.py)
+            dropout.install(self.model)
             if self.args.device.type == "cpu":
                 heap.keep_freed_memory()  # no page faults for each step's tensors (heap.py)
             self.flos_per_token: tuple[Any, int] | None = None
