@@ -37,17 +37,23 @@ takes the same loss from the model's logits and computes those metrics on loggin
 this benchmark passes by default, as the plain loop and torchtune compute neither
 (``--token-metrics`` keeps them on: about 3% of a LoRA step here). DoRA: trainjob trains
 peft's DoRA layers with torchtune's ``DoRALinear`` forward (trainers/llm/dora.py: no second
-pass of the frozen weight on the dropped-out input); the plain loop and TRL's script run peft's. The step-1 losses printed
-must agree (same weights, same tokens): a check that the engines train the same thing.
+pass of the frozen weight on the dropped-out input); the plain loop and TRL's script run peft's.
+LoRA's, DoRA's and QLoRA's dropout (0.05 here) in trainjob draws its masks with
+trainers/llm/dropout.py (the same rate and scaling, other draws from torch's generator, in
+less time than ``bernoulli_``); the others use ``nn.Dropout``. The step-1 losses printed must
+agree (same weights, same tokens, and ``lora_B`` starts at zero, so no mask changes them): a
+check that the engines train the same thing.
 
 Modes: full, lora, dora (LoRA r 16, alpha 32, dropout 0.05 on q_proj and v_proj), qlora (the
 same LoRA on a 4-bit NF4 base, compute in fp32: ``--load_in_4bit`` for trainjob and trl,
 ``BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")`` in the plain loop, both
 bitsandbytes' CPU backend; torchtune's ``quantize_base: True``, torchao 0.15's NF4, which
 quantizes the same weights to other values: its step-1 loss differs). qlora is not in the
-default set (each run quantizes the model first, slow here). Measured 2026-12-02 on this
-project's shared 2-core machine at load 10.8-15.8, medians of 2 rounds (before the plain loop's
-``use_cache=False`` and trainjob's kept heap, ``trainers/llm/heap.py``):
+default set (each run quantizes the model first). Latest, 2026-12-02 14:57-15:00 at load about
+1, 4 rounds of 20 steps, medians: trainjob 521.3 tokens per CPU second, the plain loop 542.6
+(0.96x), TRL's script 444.0, torchtune 230.5 (docs/fine-tuning.md has the table). Measured
+before at load 10.8-15.8, medians of 2 rounds (before the plain loop's ``use_cache=False`` and
+trainjob's kept heap, ``trainers/llm/heap.py``):
 
     .venv/bin/python benchmarks/finetune.py --modes qlora --engines trainjob hf trl torchtune \\
         --steps 8 --seq 64 --batch 4 --threads 1 --repeat 2
