@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.trainers import tiny
 from trainjob.trainers.llm import dora, engine
 
 pytest.importorskip("peft")
@@ -213,18 +214,9 @@ def test_lora_layers_are_left_alone_and_the_trainer_installs_it(
 ) -> None:
     import datasets  # type: ignore[import-untyped]
     from peft import LoraConfig
-    from trl import SFTConfig  # type: ignore[attr-defined]
 
     assert dora.install(llama(dropout=0.05, use_dora=False)) == 0
-    args = SFTConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=2,
-        activation_checkpointing=False,
-        disable_tqdm=True,
-    )
+    args = tiny.sft_args(tmp_path)
     data = datasets.Dataset.from_list([{"input_ids": [5, 6, 7, 8]}] * 4)
     trainer = engine.make_trainer_class(torchtune=False)(
         model=str(model_dir),

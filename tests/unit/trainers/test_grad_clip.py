@@ -9,6 +9,7 @@ from unittest import mock
 
 import pytest
 
+from tests.unit.trainers import tiny
 from trainjob.trainers.llm import engine
 
 pytest.importorskip("trl")
@@ -18,19 +19,9 @@ def lora_trainer(model_dir: Path, out: Path) -> Any:
     import datasets  # type: ignore[import-untyped]
     import transformers
     from peft import LoraConfig
-    from trl import SFTConfig  # type: ignore[attr-defined]
 
     transformers.set_seed(0)
-    args = SFTConfig(
-        output_dir=str(out),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=2,
-        activation_checkpointing=False,
-        disable_tqdm=True,
-        max_grad_norm=1e-3,  # small enough to clip
-    )
+    args = tiny.sft_args(out, max_grad_norm=1e-3)  # small enough to clip
     data = datasets.Dataset.from_list([{"input_ids": [5, 6, 7, 8, 9]}] * 4)
     return engine.make_trainer_class(torchtune=False)(
         model=str(model_dir),

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.trainers import tiny
 from tests.unit.trainers.test_dora_forward import ids, llama
 from trainjob.trainers.llm import dropout, engine
 
@@ -109,17 +110,8 @@ def test_the_trainer_installs_it_on_lora_dora_and_leaves_full_models_alone(
 ) -> None:
     import datasets  # type: ignore[import-untyped]
     from peft import LoraConfig
-    from trl import SFTConfig  # type: ignore[attr-defined]
 
-    args = SFTConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=2,
-        activation_checkpointing=False,
-        disable_tqdm=True,
-    )
+    args = tiny.sft_args(tmp_path)
     data = datasets.Dataset.from_list([{"input_ids": [5, 6, 7, 8]}] * 4)
 
     def dropouts(peft_config: Any) -> set[str]:

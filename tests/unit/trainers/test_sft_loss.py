@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.trainers import tiny
 from trainjob.trainers.llm import engine
 
 pytest.importorskip("trl")
@@ -18,18 +19,9 @@ pytest.importorskip("trl")
 def trainer(cls: Any, model_dir: Path, out: Path, rows: list[list[int]]) -> Any:
     import datasets  # type: ignore[import-untyped]
     import transformers
-    from trl import SFTConfig  # type: ignore[attr-defined]
 
     transformers.set_seed(0)
-    args = SFTConfig(
-        output_dir=str(out),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=2,
-        activation_checkpointing=False,
-        disable_tqdm=True,
-    )
+    args = tiny.sft_args(out)
     data = datasets.Dataset.from_list([{"input_ids": r} for r in rows])
     return cls(model=str(model_dir), args=args, train_dataset=data)
 
