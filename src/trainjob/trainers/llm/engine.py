@@ -304,7 +304,7 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
             # DoRA layers (peft's, as the trainer made or was given them) train without a
             # second pass of the frozen weight on the dropped-out input (dora.py)
             dora.install(self.model)
-            # LoRA's dropout masks drawn at a third of torch's cost on the CPU (dropout.py)
+            # LoRA's dropout masks drawn more cheaply than torch's on the CPU (dropout.py)
             dropout.install(self.model)
             if self.args.device.type == "cpu":
                 heap.keep_freed_memory()  # no page faults for each step's tensors (heap.py)
