@@ -25,12 +25,14 @@ and the merged model are peft's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 RANGE = 1 << 31
 """``random_()`` on int32 draws uniformly from [0, 2**31)."""
 
 
+@functools.cache
 def mask_function() -> Any:
     """The autograd function ``(x, p) -> x * keep / (1 - p)`` with ``keep`` drawn here."""
     import torch
@@ -59,17 +61,12 @@ def mask_function() -> Any:
     return DropoutMask
 
 
-_MASK: Any = None
-
-
 def dropout(x: Any, p: float) -> Any:
     """``x`` dropped out with probability ``p`` (0 < p < 1), on the CPU."""
-    global _MASK
-    if _MASK is None:
-        _MASK = mask_function()
-    return _MASK.apply(x, p)
+    return mask_function().apply(x, p)
 
 
+@functools.cache
 def module_class() -> Any:
     """:class:`CpuDropout`, made on first use (torch is imported only by the processes that train)."""
     import torch
