@@ -13,8 +13,9 @@ metrics are off (three all-gathers and a fused head per micro-batch, 10-20% of a
 are Trainer's weight-decay exemptions (torchtune decays every parameter); for ``trl sft`` on a
 device without Triton, the same loss from the model's own logits and those metrics only on the
 steps that log them (:func:`plain_sft_loss`); DoRA layers' training forward without peft's
-second pass of the frozen weight (:mod:`.dora`); on the CPU, a heap that keeps the memory it
-frees (:mod:`.heap`: no page faults for each step's tensors) and transformers' FLOPs count with
+second pass of the frozen weight (:mod:`.dora`); on the CPU, LoRA's dropout with a cheaper
+mask (:mod:`.dropout`), Llama-family RMSNorm and rotary embedding in fewer passes
+(:mod:`.fused`), a heap that keeps the memory it frees (:mod:`.heap`: no page faults for each step's tensors) and transformers' FLOPs count with
 the parameters counted once, not every micro-batch; a log line per step in the format
 the trainer always printed (``Epoch 1/3 step 2/4 loss 2.3456 lr 0.0003``) with the rate that
 step used; tokens/s and the step, total and epoch in the logged metrics, which
@@ -35,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainjob.trainers.llm import checkpoint, dora, dropout, heap
+from trainjob.trainers.llm import checkpoint, dora, dropout, fused, heap
 from trainjob.trainers.llm import config as config_mod
 from trainjob.trainers.llm.errors import TrainerError
 
@@ -308,6 +309,8 @@ def make_trainer_class(base: Any = None, torchtune: bool = True) -> Any:
             dropout.install(self.model)
             if self.args.device.type == "cpu":
                 heap.keep_freed_memory()  # no page faults for each step's tensors (heap.py)
+                if not self.args.torch_compile:  # (which fuses them itself)
+                    fused.install(self.model)  # RMSNorm and RoPE in fewer passes (fused.py)
             self.flos_per_token: tuple[Any, int] | None = None
             self.clipped_params: tuple[Any, list[Any]] | None = None
 
