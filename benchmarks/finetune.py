@@ -40,9 +40,11 @@ peft's DoRA layers with torchtune's ``DoRALinear`` forward (trainers/llm/dora.py
 pass of the frozen weight on the dropped-out input); the plain loop and TRL's script run peft's.
 LoRA's, DoRA's and QLoRA's dropout (0.05 here) in trainjob draws its masks with
 trainers/llm/dropout.py (the same rate and scaling, other draws from torch's generator, in
-less time than ``bernoulli_``); the others use ``nn.Dropout``. The step-1 losses printed must
-agree (same weights, same tokens, and ``lora_B`` starts at zero, so no mask changes them): a
-check that the engines train the same thing.
+less time than ``bernoulli_``); the others use ``nn.Dropout``. trainjob also runs the model's
+RMSNorm and rotary embedding as one autograd function each (trainers/llm/fused.py: the same
+numbers, fewer passes); the others run transformers' (torchtune its own). The step-1 losses
+printed must agree (same weights, same tokens, and ``lora_B`` starts at zero, so no mask
+changes them): a check that the engines train the same thing.
 
 Modes: full, lora, dora (LoRA r 16, alpha 32, dropout 0.05 on q_proj and v_proj), qlora (the
 same LoRA on a 4-bit NF4 base, compute in fp32: ``--load_in_4bit`` for trainjob and trl,
