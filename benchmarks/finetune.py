@@ -51,9 +51,13 @@ same LoRA on a 4-bit NF4 base, compute in fp32: ``--load_in_4bit`` for trainjob 
 ``BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")`` in the plain loop, both
 bitsandbytes' CPU backend; torchtune's ``quantize_base: True``, torchao 0.15's NF4, which
 quantizes the same weights to other values: its step-1 loss differs). qlora is not in the
-default set (each run quantizes the model first). Latest, 2026-12-02 14:57-15:00 at load about
-1, 4 rounds of 20 steps, medians: trainjob 521.3 tokens per CPU second, the plain loop 542.6
-(0.96x), TRL's script 444.0, torchtune 230.5 (docs/fine-tuning.md has the table). Measured
+default set (each run quantizes the model first). Latest, 2026-12-02 18:02-18:14 on a quiet
+machine, ``--modes lora dora full qlora --engines trainjob hf trl torchtune --steps 20
+--repeat 3``, medians, tokens per CPU second, trainjob over the fastest peer: LoRA 865.5
+against the plain loop's 816.1 (1.06x), DoRA 797.4 against torchtune's 741.5 (1.08x), full
+490.3 against 453.7 (1.08x), QLoRA 796.1 against 750.6 (1.06x); 1.04x or more in each of the 12
+rounds (docs/fine-tuning.md has the table and the 2-node row). Before the fused RMSNorm and
+rotary embedding, on a slower machine, QLoRA was 0.96x (521.3 against 542.6). Measured
 before at load 10.8-15.8, medians of 2 rounds (before the plain loop's ``use_cache=False`` and
 trainjob's kept heap, ``trainers/llm/heap.py``):
 
