@@ -22,9 +22,10 @@ modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
 def restore_rope(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts from transformers' own rotary embedding (a trainer built by an earlier
     test patched it for the process), and leaves the modules as they were."""
+    from transformers.models.gemma import modeling_gemma
     from transformers.models.qwen3 import modeling_qwen3
 
-    for mod in (modeling_llama, modeling_qwen3):
+    for mod in (modeling_llama, modeling_gemma, modeling_qwen3):
         current = getattr(mod, fused.ROPE)
         monkeypatch.setattr(mod, fused.ROPE, getattr(current, "original", current))
 
@@ -149,20 +150,26 @@ def test_install_fuses_llama_code_only_and_keeps_the_model(tmp_path: Path) -> No
     )
 
 
-def test_install_leaves_other_norms_alone() -> None:
-    from transformers import GemmaConfig, GemmaForCausalLM
+def one_layer(model_type: str, kv_heads: int = 2) -> Any:
+    """A one-layer causal LM of transformers' ``model_type`` (hidden 32, 2 heads of 16)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     torch.manual_seed(0)
-    config = GemmaConfig(
+    config = AutoConfig.for_model(
+        model_type,
         vocab_size=64,
         hidden_size=32,
         intermediate_size=48,
         num_hidden_layers=1,
         num_attention_heads=2,
-        num_key_value_heads=2,
+        num_key_value_heads=kv_heads,
         head_dim=16,
     )
-    gemma = GemmaForCausalLM(config)
+    return AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
+
+
+def test_install_leaves_other_norms_alone() -> None:
+    gemma = one_layer("gemma")
     norms, _ = fused.install(gemma)  # Gemma's rope is Llama's; its norm (1 + weight) is not
     assert norms == 0
     assert {type(m).__name__ for m in gemma.modules() if "Norm" in type(m).__name__} == {
@@ -171,19 +178,7 @@ def test_install_leaves_other_norms_alone() -> None:
 
 
 def test_install_fuses_qwen3_including_its_head_norms() -> None:
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-    )
-    theirs = Qwen3ForCausalLM(config)
+    theirs = one_layer("qwen3", kv_heads=1)
     ours = copy.deepcopy(theirs)
     x = torch.randint(0, 64, (2, 6))
     logits = theirs(input_ids=x).logits
