@@ -182,6 +182,7 @@ def test_install_fuses_qwen3_including_its_head_norms() -> None:
     ours = copy.deepcopy(theirs)
     x = torch.randint(0, 64, (2, 6))
     logits = theirs(input_ids=x).logits
+    assert fused.install(base_llama()) == (5, 1)  # Llama's first: Qwen3's is still recognised
     assert fused.install(ours) == (5, 1)  # input, post-attention, q_norm, k_norm; final
     torch.testing.assert_close(ours(input_ids=x).logits, logits, rtol=1e-5, atol=1e-6)
 

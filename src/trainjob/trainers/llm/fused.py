@@ -167,6 +167,8 @@ def install(model: Any) -> tuple[int, int]:
     from transformers.models.llama import modeling_llama
 
     reference = modeling_llama.LlamaRMSNorm.forward
+    llama_rope = getattr(modeling_llama, ROPE, None)
+    llama_rope = getattr(llama_rope, "original", llama_rope)  # Llama's own, patched or not
     norms = 0
     modules: set[str] = set()
     for module in model.modules():
@@ -181,7 +183,7 @@ def install(model: Any) -> tuple[int, int]:
         rope = getattr(mod, ROPE, None)
         if rope is None or hasattr(rope, "original"):
             continue
-        if same_code(rope, getattr(modeling_llama, ROPE, None)) and same_code(
+        if same_code(rope, llama_rope) and same_code(
             getattr(mod, "rotate_half", None), modeling_llama.rotate_half
         ):
             setattr(mod, ROPE, fused_rope(rope))
