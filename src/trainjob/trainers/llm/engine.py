@@ -15,8 +15,9 @@ device without Triton, the same loss from the model's own logits and those metri
 steps that log them (:func:`plain_sft_loss`); DoRA layers' training forward without peft's
 second pass of the frozen weight (:mod:`.dora`); on the CPU, LoRA's dropout with a cheaper
 mask (:mod:`.dropout`), Llama-family RMSNorm and rotary embedding in fewer passes
-(:mod:`.fused`), a heap that keeps the memory it frees (:mod:`.heap`: no page faults for each step's tensors) and transformers' FLOPs count with
-the parameters counted once, not every micro-batch; a log line per step in the format
+(:mod:`.fused`), a heap that keeps the memory it frees (:mod:`.heap`: no page faults for each
+step's tensors) and transformers' FLOPs count with the parameters counted once, not every
+micro-batch; a log line per step in the format
 the trainer always printed (``Epoch 1/3 step 2/4 loss 2.3456 lr 0.0003``) with the rate that
 step used; tokens/s and the step, total and epoch in the logged metrics, which
 :mod:`trainjob.trainers.reporting` (in place of transformers' own ``KubeflowCallback``) reports
