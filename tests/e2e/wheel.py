@@ -2,8 +2,11 @@
 repository, used from a folder of their own that holds a copy of ``examples/``.
 
 ``build(root)`` builds the wheel (``uv build``, as README's Install section says) and installs it
-with the ``torch,initializers,llm`` extras into ``root/venv`` (``uv pip install``: from uv's
-cache, a few seconds; nothing of the repository's ``.venv`` or ``src/`` is on its path).
+with every user's extra (``torch,initializers,llm,dashboard``) into ``root/venv`` (``uv venv``,
+``uv pip install``: from uv's cache, a few seconds; nothing of the repository's ``.venv`` or
+``src/`` is on its path). ``pip_install(root, wheel)`` is the other road README shows: ``python3
+-m venv``, activated, then ``pip install`` of the wheel with the extras that need no torch
+(pip has no uv cache to take torch's 5 GB from; its packages come from PyPI).
 ``User.env()`` is that user's environment: the venv's ``bin`` first on PATH, a fresh ``HOME`` and
 ``TRAINJOB_HOME``, no cluster configured, no ``PYTHONPATH``. Used by tests/e2e/test_readme.py and
 tests/e2e/test_docs.py through the session fixture in tests/e2e/conftest.py.
@@ -20,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-EXTRAS = "torch,initializers,llm"
+EXTRAS = "torch,initializers,llm,dashboard"
+PIP_EXTRAS = "initializers,dashboard"
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,19 @@ def build(root: Path) -> Install:
         [uv, "pip", "install", "--quiet", "-p", str(venv / "bin" / "python"), f"{wheel}[{EXTRAS}]"],
         "uv pip install",
     )
+    return Install(wheel, venv)
+
+
+def pip_install(root: Path, wheel: Path) -> Install:
+    """README's environment step and ``pip install`` line, as a user types them (``python3`` the
+    interpreter the tests run on), with :data:`PIP_EXTRAS`."""
+    python3 = Path(sys.base_prefix) / "bin" / "python3"
+    venv = root / "pipvenv"
+    line = (
+        f"{python3} -m venv {venv} && . {venv}/bin/activate && "
+        f"pip install --quiet --disable-pip-version-check '{wheel}[{PIP_EXTRAS}]'"
+    )
+    _run(["bash", "-c", line], "python3 -m venv, pip install")
     return Install(wheel, venv)
 
 
