@@ -86,7 +86,10 @@ SAYS = {
     "llm-quickstart.md": ["saved LoRA adapter (peft) to ", "\n4\n"],
     "index.md": ["rank 0 of 2"],
     "sdk.md": ["rank 1 lr 0.05"],
-    "progress.md": ["progress_percentage=100", "(100, '0.05')"],
+    "progress.md": [
+        "progress_percentage=100, estimated_remaining_seconds=0, metrics={'loss': '0.05', 'step': '20'}",
+        "reports; the last: 100 %, loss 0.05",
+    ],
     "lifecycle.md": ["nightly done"],
 }
 
