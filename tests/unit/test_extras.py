@@ -180,3 +180,22 @@ def test_the_dashboard_without_its_extra_names_the_install_it_came_from() -> Non
         f"pip install {extras.install_target(['dashboard'])}"
     ), out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_the_llm_demo_refuses_a_shared_folder_it_does_not_own(tmp_path: Path) -> None:
+    """/tmp/trainjob-llm-demo (the docs' folder) is in a shared /tmp: another user's folder, or a
+    link planted there, is refused, not written into (the job would read that user's model)."""
+    import os
+
+    from trainjob.trainers.llm import demo
+
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    assert demo.main([str(link)]) == 1
+    assert not (tmp_path / "model").exists()
+    if os.getuid() == 0:  # root can make a folder another user owns
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        assert demo.main([str(theirs)]) == 1
+        assert list(theirs.iterdir()) == []
