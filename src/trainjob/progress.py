@@ -35,8 +35,8 @@ nothing at exit.
 
 from __future__ import annotations
 
-import http.client
 import atexit
+import http.client
 import json
 import logging
 import os

@@ -147,7 +147,9 @@ def test_the_local_backend_refuses_a_job_whose_initializer_lacks_its_extra(
             "pip install -e '/home/me/trainjob[dashboard]'",
             id="an editable checkout",
         ),
-        pytest.param(None, "pip install 'trainjob-0.1.0-py3-none-any.whl[dashboard]'", id="unknown"),
+        pytest.param(
+            None, "pip install 'trainjob-0.1.0-py3-none-any.whl[dashboard]'", id="unknown"
+        ),
     ],
 )
 def test_the_hint_names_what_this_install_came_from_not_a_registry_package(

@@ -15,7 +15,6 @@ executor`).
 from __future__ import annotations
 
 import os
-
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from trainjob import extras
-
 from trainjob.trainers.llm import argv, config, launch, model
 from trainjob.trainers.llm.errors import TrainerError
 
