@@ -212,7 +212,12 @@ _CLOCKS = frozenset({"AGE", "DURATION", "ETA", "STARTED"})
 
 
 def _watch_rows(
-    ex: Executor, ns: str | None, names: set[str], wide: bool, first: Columns, nodes: RuntimeNodes
+    ex: Executor,
+    ns: str | None,
+    names: set[str],
+    wide: bool,
+    first: Columns,
+    nodes: RuntimeNodes | None = None,
 ) -> None:
     """``kubectl get -w``: a job's row again whenever what it shows changes (new jobs too), in
     the first table's columns, until Ctrl-C (which ends it quietly)."""

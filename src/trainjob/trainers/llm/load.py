@@ -31,7 +31,7 @@ def load_adapter(base: str | Path, adapter: str | Path, **kwargs: Any) -> Any:
         from transformers.utils import logging as hf_logging
     finally:
         bnb.setLevel(level)
-    bar = hf_logging.is_progress_bar_enabled()  # type: ignore[no-untyped-call]
+    bar = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         with warnings.catch_warnings():
