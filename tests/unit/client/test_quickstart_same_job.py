@@ -54,3 +54,11 @@ def test_the_quickstart_s_python_and_yaml_are_the_same_job(
     assert sdk["trainer"]["args"] == want["trainer"]["args"]
     cpu = str(sdk["trainer"]["resourcesPerNode"]["requests"]["cpu"])
     assert cpu == want["trainer"]["resourcesPerNode"]["requests"]["cpu"]
+
+
+def test_fine_tuning_s_yaml_is_the_example_file() -> None:
+    page = (REPO / "docs" / "fine-tuning.md").read_text()
+    block = re.search(r"^## Run one\n.*?^```yaml\n(.*?)^```", page, re.M | re.S)
+    assert block
+    example = yaml.safe_load((REPO / "examples" / "llm-lora.yaml").read_text())
+    assert yaml.safe_load(block.group(1)) == example
