@@ -76,7 +76,7 @@ def snippets(page: Path) -> list[Snippet]:
 
 
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
-PIP_PAGES = ["api.md", "cli.md", "index.md", "installation.md", "initializers.md"]
+PIP_PAGES = ["api.md", "cli.md", "installation.md", "initializers.md"]
 """The pages whose runnable blocks need no torch: run from the pip install too."""
 
 # What some pages' snippets must print, beyond succeeding.
@@ -138,8 +138,7 @@ def test_the_pages_that_need_no_torch_run_from_a_pip_install(
 ) -> None:
     text = run_page(page, pip_user)
     for want in SAYS.get(page, ()):
-        if "rank " not in want:  # a torch-distributed run: index.md's python block
-            assert want in text, f"{page} should show {want!r}:\n{text[-3000:]}"
+        assert want in text, f"{page} should show {want!r}:\n{text[-3000:]}"
 
 
 def test_every_block_left_out_says_why_where_a_reader_sees_it() -> None:
