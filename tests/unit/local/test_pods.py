@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import local_jobs as L
-from trainjob import catalog
+from trainjob import catalog, extras
 from trainjob.api.load import parse
 from trainjob.local.job import mpi, podrun, pods
 from trainjob.runtime import compile
@@ -326,7 +326,9 @@ def test_env_references_that_do_not_resolve_are_errors(var: dict[str, object], e
     ("argv", "error"),
     [
         pytest.param(["mpirun", "x"], "apt-get install -y openmpi-bin libopenmpi-dev", id="mpirun"),
-        pytest.param(["torchrun", "x"], "pip install 'trainjob[torch]'", id="torchrun"),
+        pytest.param(
+            ["torchrun", "x"], f"pip install {extras.install_target(['torch'])}", id="torchrun"
+        ),
         pytest.param(["my-tool"], "install it, or put it on PATH", id="anything else"),
         pytest.param(["/home/mpiuser/pi"], "does not exist on this machine", id="an image path"),
     ],
