@@ -3,7 +3,7 @@ process that other pods must reach, a foreign binary whose configuration names i
 where nothing else is likely to take them meanwhile.
 
 Used by the local backend (:mod:`trainjob.local.job.runner`: each declared ``containerPort`` of each
-pod) and, through :mod:`trainjob.controller.http`, by tests and benchmarks. A server that can bind
+pod) and, through :mod:`trainjob.kube.http`, by tests and benchmarks. A server that can bind
 port 0 itself and report its port back needs none of this.
 """
 

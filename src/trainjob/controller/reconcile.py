@@ -52,7 +52,6 @@ from trainjob.api.load import parse
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.controller import cache, runtimes
 from trainjob.controller import status as st
-from trainjob.controller.informer import Informer
 from trainjob.core import conditions as cond
 from trainjob.core import lifetime, times
 from trainjob.errors import TrainJobError
@@ -60,6 +59,7 @@ from trainjob.kube import events as kevents
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import AlreadyExists, ApiError, NotFound
+from trainjob.kube.informer import Informer
 from trainjob.runtime import kinds
 from trainjob.runtime.compiler import CompileOptions, compile, framework
 from trainjob.runtime.plugins.jobset import owned_by

@@ -36,9 +36,9 @@ from typing import Any
 
 from trainjob import certs
 from trainjob.api import constants as c
-from trainjob.controller import http
 from trainjob.core import jobset as js
 from trainjob.core import trainerstatus as ts
+from trainjob.kube import http
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError, NotFound

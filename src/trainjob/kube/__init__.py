@@ -1,9 +1,15 @@
-"""A small typed, synchronous Kubernetes REST client (httpx), shared by the controller and SDK.
+"""A small typed, synchronous Kubernetes REST client, shared by the controller and SDK.
 
 ``Client`` (``client.py``) does get/list/watch/create/replace/apply/patch/delete on plain dict
 objects; ``config.py`` reads kubeconfig files and the in-cluster service account;
 ``resources.py`` names the resource types; ``errors.py`` is the ApiError tree; ``retry.py`` has
 backoff helpers; ``events.py`` records Events; ``watch.py`` parses watch streams.
+
+Beside the client, the machinery a controller is built from that knows no TrainJob (client-go
+keeps it apart from any controller the same way): ``informer.py`` (list+watch into a cache,
+with handlers), ``queue.py`` (the rate-limited work queue), ``leader.py`` (Lease-based leader
+election) and ``http.py`` (the HTTP/HTTPS server for webhooks, probes and metrics).
+:mod:`trainjob.controller` holds what a TrainJob reconcile needs on top of these.
 """
 
 from trainjob.kube import errors, resources

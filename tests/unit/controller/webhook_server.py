@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from trainjob import certs
-from trainjob.controller import http
 from trainjob.controller.webhooks.serving import Options, WebhookServer
+from trainjob.kube import http
 
 
 def main() -> None:

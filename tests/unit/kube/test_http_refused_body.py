@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from trainjob import certs
-from trainjob.controller import http
+from trainjob.kube import http
 
 
 @pytest.fixture
