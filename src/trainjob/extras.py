@@ -42,9 +42,6 @@ DASHBOARD = ("starlette", "uvicorn")
 LLM_TRAINER = ("torch", "transformers", "peft", "safetensors")
 """What ``python -m trainjob.trainers.llm`` imports (pyarrow only for parquet data)."""
 
-STORAGE_MODULES = {"hf": ("huggingface_hub",), "s3": ("boto3",), "file": ()}
-"""What the initializers import for each ``STORAGE_URI`` scheme."""
-
 
 class MissingExtraError(ConfigError):
     """Modules a piece of trainjob needs are not installed; the message names the extra."""
@@ -88,11 +85,3 @@ def require(what: str, modules: Iterable[str]) -> None:
     msg = message(what, modules)
     if msg:
         raise MissingExtraError(msg)
-
-
-def storage_scheme(uri: str) -> str:
-    """``hf``, ``s3`` or ``file`` (a bare absolute path is ``file``); ``""`` for anything else."""
-    scheme, sep, _ = uri.partition("://")
-    if not sep:
-        return "file" if uri.startswith("/") else ""
-    return scheme if scheme in STORAGE_MODULES else ""

@@ -51,7 +51,7 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
     result = Result(errors=list(found.errors))
     for tj, _ in usable(found):
         try:
-            result.plans.append(compile(tj, catalog.admit(tj, found.runtimes)))
+            result.plans.append(compile(tj, catalog.admit(tj, found.runtimes), validated=True))
         except (InvalidError, NotFoundError) as e:
             result.errors.append(e)
     return result

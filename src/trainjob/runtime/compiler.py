@@ -222,11 +222,24 @@ def _framework_with(priority_class_error: volcano.PriorityClassLookup) -> Framew
     )
 
 
-def compile(trainjob: TrainJob, runtime: Runtime, options: CompileOptions | None = None) -> Plan:
-    """The Plan for ``trainjob`` on ``runtime``; raises InvalidError listing every problem."""
-    errors = validate(trainjob, runtime)
-    if errors:
-        raise InvalidError(errors, c.TRAINJOB_KIND + "." + c.GROUP, trainjob.metadata.name or "")
+def compile(
+    trainjob: TrainJob,
+    runtime: Runtime,
+    options: CompileOptions | None = None,
+    *,
+    validated: bool = False,
+) -> Plan:
+    """The Plan for ``trainjob`` on ``runtime``; raises InvalidError listing every problem.
+
+    ``validated``: the caller has already found :func:`validate` empty for this pair
+    (:func:`trainjob.catalog.admit` does), so the compiler trusts it and does not run the same
+    rules twice. Any other input is validated here first.
+    """
+    if not validated:
+        errors = validate(trainjob, runtime)
+        if errors:
+            kind = c.TRAINJOB_KIND + "." + c.GROUP
+            raise InvalidError(errors, kind, trainjob.metadata.name or "")
     info = build_info(trainjob, runtime)
     try:
         objects = framework().run(info, trainjob, options or CompileOptions())

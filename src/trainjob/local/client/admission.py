@@ -66,7 +66,7 @@ def prepare(
 
         private, public = keys.generate_ssh_key_pair()
         options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
-    plan = local_plan(compile(tj, runtime, options))
+    plan = local_plan(compile(tj, runtime, options, validated=True))  # admit validated it
     limits.check(plan, tj)
     run_dir = os.path.abspath(cwd or os.getcwd())
     runtime_dict = to_dict(runtime)
