@@ -48,7 +48,7 @@ from trainjob.kube.events import EventRecorder
 from trainjob.kube.informer import Informer
 from trainjob.kube.leader import LeaderElector
 from trainjob.kube.queue import RateLimiter, WorkQueue
-from trainjob.runtime import kinds
+from trainjob.runtime import kinds, registry
 from trainjob.runtime.plugins import trainjobstatus
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ class Manager:
                 metadata_only=kind.watch is kinds.Watch.METADATA,
                 transform=cache.jobset_view if kind is kinds.JOBSET else slim,
             )
-            for key, kind in kinds.registry().items()
+            for key, kind in registry.kinds().items()
         }
         # Runtimes are few and small: cached whole, so a first build needs no GET.
         self.runtime_informers = [

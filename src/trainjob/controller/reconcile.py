@@ -60,7 +60,7 @@ from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import AlreadyExists, ApiError, NotFound
 from trainjob.kube.informer import Informer
-from trainjob.runtime import kinds
+from trainjob.runtime import kinds, registry
 from trainjob.runtime.compiler import CompileOptions, compile, framework
 from trainjob.runtime.plugins.jobset import owned_by
 from trainjob.runtime.plugins.trainjobstatus import StatusServer
@@ -367,7 +367,7 @@ class Reconciler:
         last: list[Callable[[], None]] = []
         for obj in objects:
             try:
-                kind = kinds.of(obj)
+                kind = registry.kind_of(obj)
             except KeyError:
                 raise TrainJobError(
                     f"no runtime plugin declares {obj.get('apiVersion')}, Kind={obj.get('kind')}"

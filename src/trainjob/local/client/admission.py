@@ -26,7 +26,7 @@ from trainjob.local.job import jobset_rules, mpi, pods
 from trainjob.local.job import runner as runners
 from trainjob.local.state.home import DEFAULT_NAMESPACE
 from trainjob.local.state.store import PodRow, Store
-from trainjob.runtime import CompileOptions, compile, kinds
+from trainjob.runtime import CompileOptions, compile, kinds, registry
 from trainjob.runtime.plan import Plan
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -114,7 +114,7 @@ def local_plan(plan: Plan) -> Plan:
     kept = []
     for obj in plan.objects:
         try:
-            kind = kinds.of(obj)
+            kind = registry.kind_of(obj)
         except KeyError:
             raise ConfigError(
                 f"the plan holds a {obj.get('apiVersion')}, Kind={obj.get('kind')} that no runtime "
