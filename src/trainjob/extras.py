@@ -10,6 +10,10 @@ A missing one is found before work starts (the local backend's preflight, the in
 LLM trainer and its demo) and reported as one line naming the extra, instead of a bare
 ``ModuleNotFoundError`` or a chained traceback. Pure and cheap: ``importlib.util.find_spec``,
 no import of the modules themselves. Used by ``local``, ``initializers`` and ``trainers``.
+
+At the top of the package because it describes the distribution's own extras (pyproject.toml),
+and its users include the initializers and trainers, which run in a container and may import no
+backend. What each storage scheme needs is :data:`trainjob.initializers.sources.MODULES`.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ run the throttle must not drop (trainjob's built-in trainers send them,
 metrics). The 5 s throttle would otherwise drop whichever came within 5 s of the report before;
 a run's last report is what a finished job shows for good. It counts for the throttle as any
 accepted update does.
+
+At the top of the package because ``trainjob.progress`` is a public import path (docs/progress.md;
+``trainjob.update_trainjob_status`` is its re-export) that training code imports inside a pod,
+with the standard library only.
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ def parse(job: dict[str, Any]) -> TrainJobModel:
     """The TrainJob dict as the API model, not validated; ValueError if it does not parse.
 
     For a backend whose executor validates what it is handed (the local one: ``submit`` runs
-    :func:`trainjob.catalog.admit`), so a TrainJob is parsed once and validated once."""
+    :func:`trainjob.executor.catalog.admit`), so a TrainJob is parsed once and validated once."""
     try:
         tj = load.parse(job)
     except InvalidError as e:

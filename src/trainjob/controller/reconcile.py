@@ -44,7 +44,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainjob import keys
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
 from trainjob.api import phases
@@ -55,6 +54,7 @@ from trainjob.controller import status as st
 from trainjob.core import conditions as cond
 from trainjob.core import lifetime, times
 from trainjob.errors import TrainJobError
+from trainjob.executor import sshkeys
 from trainjob.kube import events as kevents
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
@@ -332,7 +332,7 @@ class Reconciler:
         policy = runtime.spec.ml_policy
         if policy is None or policy.mpi is None or self._mpi_secret_exists(tj):
             return CompileOptions(status_server=status_server, resume_env=True)
-        private, public = keys.generate_ssh_key_pair()
+        private, public = sshkeys.generate_ssh_key_pair()
         return CompileOptions(
             ssh_private_key=private,
             ssh_public_key=public,

@@ -174,7 +174,7 @@ def compile(
     """The Plan for ``trainjob`` on ``runtime``; raises InvalidError listing every problem.
 
     ``validated``: the caller has already found :func:`validate` empty for this pair
-    (:func:`trainjob.catalog.admit` does), so the compiler trusts it and does not run the same
+    (:func:`trainjob.executor.catalog.admit` does), so the compiler trusts it and does not run the same
     rules twice. Any other input is validated here first.
     """
     if not validated:

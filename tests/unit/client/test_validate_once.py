@@ -1,7 +1,7 @@
 """One ``TrainerClient.train()`` on the local backend parses its TrainJob once and validates it once.
 
 The SDK builds the TrainJob dict, parses it into the API model (the edge), and hands the model to
-the executor, whose admission (:func:`trainjob.catalog.admit`) runs the TrainJob's rules and its
+the executor, whose admission (:func:`trainjob.executor.catalog.admit`) runs the TrainJob's rules and its
 runtime's; the compiler then trusts that validated input. Each step used to parse or validate
 again (four validations a submit). Counted by wrapping the functions, so the real ones run.
 """

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.e2e import local_jobs as L
-from trainjob import catalog
 from trainjob.api.load import parse
+from trainjob.executor import catalog
 from trainjob.local.job import mpi, podrun, pods
 from trainjob.runtime import compile
 from trainjob.runtime.plan import Plan

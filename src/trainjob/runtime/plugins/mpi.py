@@ -13,7 +13,7 @@
   implementation.
 
 The compiler is pure, so the key pair comes from ``CompileOptions.ssh_private_key`` /
-``ssh_public_key`` (made by :func:`trainjob.keys.generate_ssh_key_pair`). Without them the Secret
+``ssh_public_key`` (made by :func:`trainjob.executor.sshkeys.generate_ssh_key_pair`). Without them the Secret
 is planned with empty ``data``: whoever applies the plan must generate a pair and compile again
 (upstream creates the Secret only when it does not exist yet, so a running job keeps its keys).
 """
