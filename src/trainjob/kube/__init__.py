@@ -19,7 +19,8 @@ job's supervisor) does not load the client.
 from trainjob import lazy
 from trainjob.kube import errors, resources
 
-if lazy.TYPE_CHECKING:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see trainjob.lazy)
+if TYPE_CHECKING:
     from trainjob.kube.client import FIELD_MANAGER, Client
     from trainjob.kube.config import Config, load
 
