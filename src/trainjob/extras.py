@@ -11,11 +11,17 @@ LLM trainer and its demo) and reported as one line naming the extra, instead of 
 ``ModuleNotFoundError`` or a chained traceback. Pure and cheap: ``importlib.util.find_spec``,
 no import of the modules themselves. Used by ``local``, ``initializers`` and ``trainers``.
 
+<<<<<<< HEAD
 trainjob is not on PyPI, so the line names what this install came from: the wheel file
 (``pip install '/path/dist/trainjob-0.1.0-py3-none-any.whl[llm]'``) or the checkout of an
 editable install (``pip install -e '/path/to/trainjob[llm]'``), read from the installed
 distribution's ``direct_url.json`` (PEP 610, written by pip and uv); the wheel's file name when
 that says nothing.
+=======
+At the top of the package because it describes the distribution's own extras (pyproject.toml),
+and its users include the initializers and trainers, which run in a container and may import no
+backend. What each storage scheme needs is :data:`trainjob.initializers.sources.MODULES`.
+>>>>>>> arch-rest
 """
 
 from __future__ import annotations
@@ -51,9 +57,6 @@ DASHBOARD = ("starlette", "uvicorn")
 
 LLM_TRAINER = ("torch", "transformers", "peft", "safetensors")
 """What ``python -m trainjob.trainers.llm`` imports (pyarrow only for parquet data)."""
-
-STORAGE_MODULES = {"hf": ("huggingface_hub",), "s3": ("boto3",), "file": ()}
-"""What the initializers import for each ``STORAGE_URI`` scheme."""
 
 
 class MissingExtraError(ConfigError):
@@ -124,11 +127,3 @@ def require(what: str, modules: Iterable[str]) -> None:
     msg = message(what, modules)
     if msg:
         raise MissingExtraError(msg)
-
-
-def storage_scheme(uri: str) -> str:
-    """``hf``, ``s3`` or ``file`` (a bare absolute path is ``file``); ``""`` for anything else."""
-    scheme, sep, _ = uri.partition("://")
-    if not sep:
-        return "file" if uri.startswith("/") else ""
-    return scheme if scheme in STORAGE_MODULES else ""

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from trainjob import catalog
 from trainjob.api.load import parse
 from trainjob.errors import ConfigError
+from trainjob.executor import catalog
 from trainjob.local.job import outputs, pods
 from trainjob.local.state import home as homes
 from trainjob.runtime import compile

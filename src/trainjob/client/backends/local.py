@@ -72,10 +72,12 @@ class LocalBackend(ExecutorBackend):
             backend=self,
             extra_env=self.cfg.env or None,
             venv=self.cfg.cleanup_venv,
+            validate=False,  # submit validates it, with its runtime (catalog.admit)
         )
         name = builder.job_name(job)
+        tj = builder.parse(job)
         try:
-            self.executor.submit(builder.model(job), cwd=self.cfg.cwd or os.getcwd())
+            self.executor.submit(tj, cwd=self.cfg.cwd or os.getcwd())
         except (InvalidError, NotFoundError) as e:
             raise ValueError(str(e)) from e
         except (AlreadyExistsError, ConfigError) as e:

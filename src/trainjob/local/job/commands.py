@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainjob import extras
+from trainjob.initializers import sources
 from trainjob.local.job.templates import Obj, PodConfigError, PodTemplate
 from trainjob.runtime.plan import Plan
 
@@ -111,8 +112,8 @@ def missing_extras(argv: list[str], env: Mapping[str, str]) -> str | None:
     module = argv[2]
     if module in ("trainjob.initializers.dataset", "trainjob.initializers.model"):
         uri = env.get("STORAGE_URI", "")
-        scheme = extras.storage_scheme(uri)
-        return extras.message(f"STORAGE_URI {uri!r}", extras.STORAGE_MODULES.get(scheme, ()))
+        modules = sources.MODULES.get(sources.scheme(uri), ())
+        return extras.message(f"STORAGE_URI {uri!r}", modules)
     if module == STAND_INS["tune"]:
         return extras.message("'tune run' (trainjob's LLM trainer)", extras.LLM_TRAINER)
     if module == STAND_INS["trl"]:
