@@ -11,17 +11,15 @@ LLM trainer and its demo) and reported as one line naming the extra, instead of 
 ``ModuleNotFoundError`` or a chained traceback. Pure and cheap: ``importlib.util.find_spec``,
 no import of the modules themselves. Used by ``local``, ``initializers`` and ``trainers``.
 
-<<<<<<< HEAD
 trainjob is not on PyPI, so the line names what this install came from: the wheel file
 (``pip install '/path/dist/trainjob-0.1.0-py3-none-any.whl[llm]'``) or the checkout of an
 editable install (``pip install -e '/path/to/trainjob[llm]'``), read from the installed
 distribution's ``direct_url.json`` (PEP 610, written by pip and uv); the wheel's file name when
 that says nothing.
-=======
+
 At the top of the package because it describes the distribution's own extras (pyproject.toml),
 and its users include the initializers and trainers, which run in a container and may import no
 backend. What each storage scheme needs is :data:`trainjob.initializers.sources.MODULES`.
->>>>>>> arch-rest
 """
 
 from __future__ import annotations

@@ -25,18 +25,16 @@ metrics). The 5 s throttle would otherwise drop whichever came within 5 s of the
 a run's last report is what a finished job shows for good. It counts for the throttle as any
 accepted update does.
 
-<<<<<<< HEAD
 A throttled call is not lost for good: the newest one is held, and when the process exits
 (``atexit``) a held report newer than the last accepted update is sent, with the time it was
 made. Training code that reports every step (``progress_percent=100`` at its last) thus ends
 with its last call's report, not with whatever came 5 s before it; the calls still return False
 at once, as upstream's, and a process that reported nothing since its last accepted update sends
 nothing at exit.
-=======
+
 At the top of the package because ``trainjob.progress`` is a public import path (docs/progress.md;
 ``trainjob.update_trainjob_status`` is its re-export) that training code imports inside a pod,
 with the standard library only.
->>>>>>> arch-rest
 """
 
 from __future__ import annotations
