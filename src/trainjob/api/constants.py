@@ -193,3 +193,13 @@ RUNTIME_DEPRECATION_POLICY_URL = (
 # the local backend in every container and by the Resume plugin on a cluster.
 ENV_CHECKPOINT_DIR = "TRAINJOB_CHECKPOINT_DIR"
 ENV_RESTART_ATTEMPT = "TRAINJOB_RESTART_ATTEMPT"
+
+# OptimizationJob (upstream main after v2.3: pkg/apis/trainer/v1alpha1/optimizationjob_types.go).
+OPTIMIZATION_JOB_KIND = "OptimizationJob"
+# On every trial TrainJob: the OptimizationJob it belongs to, and its index (0, 1, ...).
+LABEL_OPTIMIZATION_JOB = "trainer.kubeflow.org/optimization-job"
+LABEL_TRIAL_INDEX = "trainer.kubeflow.org/trial-index"
+# A trial's parameter values, a JSON object of strings ({"lr": "0.01"}).
+ANNOTATION_TRIAL_PARAMETERS = "trainer.kubeflow.org/trial-parameters"
+# Set on a trial stopped early (trainjob's earlyStopping): why, in a sentence.
+ANNOTATION_TRIAL_STOPPED = "trainer.kubeflow.org/trial-stopped"

@@ -1,0 +1,116 @@
+"""The ``{{.name}}`` placeholders of an OptimizationJob's ``trainJobTemplate``, and filling them in.
+
+Upstream's KEP (2605) fills a trial's parameter values into the template as Go-template-style
+``{{.name}}`` (``{{ .name }}`` too) before it creates the trial TrainJob. Here substitution is on
+the parsed values, never on YAML text, so a value can never inject structure:
+
+* a string that *contains* a placeholder (``"--lr={{.lr}}"``) gets the value as text;
+* a string that *is* one placeholder (``"{{.procs}}"``) becomes what its field takes: a number for
+  a field that takes a number (``numProcPerNode``, a quantity such as ``cpu``: integer or string),
+  a boolean for a boolean field, the string itself otherwise (an env value ``"0.01"`` stays a string).
+
+The field's type comes from the API model the value is going into (``TrainJobSpec``), walked by
+the wire names; where the model does not type a field (pass-through Kubernetes parts) the value
+stays a string. Used by :mod:`trainjob.api.optimization_validation` (every parameter used, no
+unknown placeholder, the filled template valid) and by :mod:`trainjob.optimizer.template` (a trial).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+PLACEHOLDER = re.compile(r"\{\{\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
+
+
+def placeholders(value: Any) -> set[str]:
+    """The parameter names used as ``{{.name}}`` in any string of ``value`` (dicts and lists
+    walked; map keys too, e.g. a label's key)."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        found.update(PLACEHOLDER.findall(value))
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            found |= placeholders(k) | placeholders(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            found |= placeholders(v)
+    return found
+
+
+def substitute(value: Any, values: Mapping[str, str], model: Any = None) -> Any:
+    """``value`` with every ``{{.name}}`` replaced by ``values[name]`` (a name not in ``values``
+    is left as written). ``model``: the type ``value`` is going into (a pydantic model class, or
+    an annotation such as ``list[EnvVar]``), for the type of a whole-value placeholder."""
+    if isinstance(value, str):
+        whole = PLACEHOLDER.fullmatch(value.strip())
+        if whole and whole.group(1) in values:
+            return _typed(values[whole.group(1)], model)
+        return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), value)
+    if isinstance(value, Mapping):
+        return {
+            substitute(k, values): substitute(v, values, _field_type(model, k))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        item = _item_type(model)
+        return [substitute(v, values, item) for v in value]
+    return value
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The types of a union (``X | None`` -> ``(X,)``), or ``(annotation,)``."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return tuple(
+            t for a in typing.get_args(annotation) for t in _members(a) if t is not type(None)
+        )
+    if origin is typing.Annotated:
+        return _members(typing.get_args(annotation)[0])
+    return (annotation,)
+
+
+def _field_type(model: Any, key: Any) -> Any:
+    """The annotation of the field ``key`` (a wire name) of ``model``, or the value type of a
+    ``dict[str, X]``; None when unknown."""
+    for member in _members(model):
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            for name, info in member.model_fields.items():
+                if key in (info.alias, name):
+                    return info.annotation
+        elif typing.get_origin(member) is dict:
+            return typing.get_args(member)[1]
+    return None
+
+
+def _item_type(model: Any) -> Any:
+    for member in _members(model):
+        if typing.get_origin(member) is list:
+            return typing.get_args(member)[0]
+    return None
+
+
+def _typed(text: str, model: Any) -> Any:
+    """``text`` as the field takes it: a number, a boolean, or the text."""
+    kinds = set(_members(model))
+    if str in kinds or not kinds - {None}:
+        if int in kinds and _INTEGER.match(text):
+            return int(text)  # int-or-string (numProcPerNode, a quantity): the number
+        return text
+    if bool in kinds and text in ("true", "false"):
+        return text == "true"
+    try:
+        if int in kinds:
+            number = float(text)
+            return int(number) if number.is_integer() else text
+        if float in kinds:
+            return float(text)
+    except ValueError:
+        pass
+    return text
