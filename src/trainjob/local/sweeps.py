@@ -20,7 +20,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,9 +47,7 @@ _STARTED: list[subprocess.Popen[bytes]] = []
 
 def sweep_dir(home: Path, namespace: str, name: str) -> Path:
     """``home/sweeps/NS/NAME``: the sweep supervisor's log."""
-    return (
-        home / "sweeps" / homes.component(namespace, "namespace") / homes.component(name, "name")
-    )
+    return home / "sweeps" / homes.component(namespace, "namespace") / homes.component(name, "name")
 
 
 class LocalSweepExecutor(SweepExecutor):
@@ -74,6 +71,7 @@ class LocalSweepExecutor(SweepExecutor):
         """Check, store and start ``job``; the job as stored. InvalidError (its fields, or its
         first trial's), NotFoundError (the trials' runtime), ConfigError, AlreadyExistsError."""
         from trainjob.api.optimization import parse_optimization_job
+        from trainjob.api.optimization_validation import sample_values
         from trainjob.local.admission import new_uid
         from trainjob.optimizer import template
 
@@ -87,7 +85,7 @@ class LocalSweepExecutor(SweepExecutor):
         meta.generation = meta.generation or 1
         job.status = None
         run_dir = os.path.abspath(cwd or os.getcwd())
-        first = template.render_trial(job, 0, sample_parameters(job))
+        first = template.render_trial(job, 0, sample_values(job.spec.parameters))
         self._trials.check(first, cwd=run_dir)
         row = SweepRow(
             namespace=meta.namespace,
@@ -178,8 +176,11 @@ class LocalSweepExecutor(SweepExecutor):
         row = self._row(name, namespace)
         return [
             Event(
-                str(e.get("type", "Normal")), str(e.get("reason", "")), str(e.get("message", "")),
-                str(e.get("timestamp", "")), str(e.get("involvedKind", sweeps.KIND)),
+                str(e.get("type", "Normal")),
+                str(e.get("reason", "")),
+                str(e.get("message", "")),
+                str(e.get("timestamp", "")),
+                str(e.get("involvedKind", sweeps.KIND)),
                 str(e.get("involvedName", name)),
             )
             for e in row.event_list()
@@ -216,25 +217,6 @@ def trial_names(trials: LocalExecutor, name: str, namespace: str, uid: str) -> l
     return out
 
 
-def sample_parameters(job: OptimizationJob) -> dict[str, str]:
-    """A value of each parameter (a choice, the range's minimum): what the check of the first
-    trial renders the template with."""
-    out = {}
-    for p in job.spec.parameters:
-        space = p.search_space
-        if space.categorical is not None and space.categorical.choices:
-            out[p.name] = space.categorical.choices[0]
-        else:
-            rng = space.uniform or space.log_uniform
-            if rng is None:
-                raise InvalidError(
-                    [FieldError.required(f"spec.parameters[{p.name}].searchSpace", "")],
-                    f"{sweeps.KIND}.{c.GROUP}",
-                )
-            out[p.name] = str(int(float(rng.min))) if rng.type == "Int" else rng.min
-    return out
-
-
 def _generated(prefix: str | None) -> str:
     """A name from ``generateName`` (5 random characters after it, as the apiserver's)."""
     import secrets
@@ -249,6 +231,3 @@ def _generated(prefix: str | None) -> str:
 
 def _reap() -> None:
     _STARTED[:] = [p for p in _STARTED if p.poll() is None]
-
-
-__all__: Sequence[str] = ["LocalSweepExecutor", "sample_parameters", "sweep_dir"]

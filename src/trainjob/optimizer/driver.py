@@ -45,7 +45,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED = "Pending", "Running", "Succeeded", "Failed", "Stopped"
+PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED = (
+    "Pending",
+    "Running",
+    "Succeeded",
+    "Failed",
+    "Stopped",
+)
 LIVE = frozenset({PENDING, RUNNING})
 
 REASON_METRICS_UNAVAILABLE = "MetricsUnavailable"
@@ -211,7 +217,11 @@ class Driver:
         except NotFoundError:
             return []
         log.info("stopped trial %s/%s: %s", ns, name, message)
-        return [Action("Normal", REASON_TRIAL_STOPPED, f"Stopped trial {name}: {message}", name)] if first else []
+        return (
+            [Action("Normal", REASON_TRIAL_STOPPED, f"Stopped trial {name}: {message}", name)]
+            if first
+            else []
+        )
 
     def _create(
         self, job: OptimizationJob, index: int, parameters: Mapping[str, str]
@@ -236,7 +246,11 @@ class Driver:
             return False, Action("Warning", REASON_CREATE_FAILED, msg, name), None
         said = ", ".join(f"{k}={v}" for k, v in parameters.items())
         log.info("created trial %s/%s (%s)", ns, name, said)
-        return True, Action("Normal", REASON_TRIAL_CREATED, f"Created trial {name}: {said}", name), None
+        return (
+            True,
+            Action("Normal", REASON_TRIAL_CREATED, f"Created trial {name}: {said}", name),
+            None,
+        )
 
 
 # -- what a trial's TrainJob says ---------------------------------------------------------------
