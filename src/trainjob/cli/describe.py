@@ -224,3 +224,16 @@ def describe_runtime(name: str, namespace: Namespace = None) -> None:
 for alias in ("runtimes", "clustertrainingruntime", "clustertrainingruntimes", "trainingruntime",
               "trainingruntimes"):  # fmt: skip
     describe_app.command(alias, hidden=True)(describe_runtime)
+
+
+@describe_app.command("optimizationjob")
+def describe_optimizationjob(name: str, namespace: Namespace = None) -> None:
+    """Show an OptimizationJob: its objective, algorithm, best trial, every trial (parameters,
+    objective, phase, why it stopped) and events."""
+    from trainjob.cli import sweeps
+
+    sweeps.describe_sweep(name, namespace)
+
+
+for alias in ("optimizationjobs", "oj"):
+    describe_app.command(alias, hidden=True)(describe_optimizationjob)
