@@ -14,8 +14,8 @@ decide`), does it, and writes the job's status through a callback:
 4. create the trials the engine asks for (:func:`trainjob.optimizer.template.render_trial`):
    a trial's name is ``<job>-<index>``, so an ``AlreadyExists`` is a trial made already (by a
    driver killed before it saw it): no trial is lost or run twice;
-5. the status (:func:`trainjob.optimizer.status.status_for`), each trial's reason filled in
-   where the engine left it empty (why it was stopped, why its TrainJob failed).
+5. the status (:func:`trainjob.optimizer.status.status_for`), with each trial's reason: why it
+   was stopped, why its TrainJob failed, that it never reported the objective.
 
 Nothing but the executor's objects is kept between passes (a finished trial's history, which
 cannot change, is cached), so a driver killed and restarted picks up where it was. Used by the
@@ -56,7 +56,6 @@ LIVE = frozenset({PENDING, RUNNING})
 
 REASON_METRICS_UNAVAILABLE = "MetricsUnavailable"
 REASON_TRIAL_FAILED = "TrialFailed"
-REASON_EARLY_STOPPED = "EarlyStopped"
 REASON_INVALID_TEMPLATE = "InvalidTrialTemplate"
 REASON_TRIAL_CREATED = "TrialCreated"
 REASON_TRIAL_STOPPED = "TrialStopped"
@@ -136,6 +135,7 @@ class Driver:
                     phase=ph,
                     objective=objective_of(s, metric),
                     history=history,
+                    reason=trial_reason(s, ph, metric),
                 )
             )
         return out
@@ -200,7 +200,6 @@ class Driver:
                 if not done:
                     break
         out = sweep_status.status_for(job, trials, decision, now or times.now())
-        _explain(out, states, metric=job.spec.objectives[0].metric)
         if problem is not None:
             _fail(out, problem, now or times.now())
         write_status(out)
@@ -304,23 +303,19 @@ def trial_phase(s: JobState, metric: str) -> str:
     return PENDING
 
 
-def _explain(out: OptimizationJobStatus, states: Sequence[JobState], metric: str) -> None:
-    """Fill in each trial's reason the engine left empty: why it was stopped, why it failed."""
-    by_name = {s.name: s for s in states}
-    for t in out.trials or ():
-        s = by_name.get(t.name)
-        if s is None or t.reason:
-            continue
-        said = stopped_message(s.trainjob)
-        if said and s.phase != st.COMPLETE:
-            t.reason = f"{REASON_EARLY_STOPPED}: {said}"
-        elif s.phase == st.COMPLETE and objective_of(s, metric) is None:
-            t.reason = (
-                f"{REASON_METRICS_UNAVAILABLE}: the trial completed without reporting the "
-                f"objective metric {metric!r} (update_trainjob_status, or {metric}=VALUE lines)"
-            )
-        elif s.phase == st.FAILED:
-            t.reason = f"{REASON_TRIAL_FAILED}: {s.reason}: {s.message}".rstrip(": ")
+def trial_reason(s: JobState, ph: str, metric: str) -> str | None:
+    """Why a trial stopped or failed, for its status: the sweep's message (its annotation), the
+    objective it never reported, or its TrainJob's Failed reason."""
+    if ph == STOPPED:
+        return stopped_message(s.trainjob)
+    if ph == FAILED and s.phase == st.COMPLETE:
+        return (
+            f"{REASON_METRICS_UNAVAILABLE}: the trial completed without reporting the objective "
+            f"metric {metric!r} (update_trainjob_status, or {metric}=VALUE lines)"
+        )
+    if ph == FAILED:
+        return f"{s.reason}: {s.message}".strip(": ") or REASON_TRIAL_FAILED
+    return None
 
 
 def _fail(out: OptimizationJobStatus, problem: tuple[str, str], now: str) -> None:
