@@ -67,7 +67,9 @@ def status_for(
     if decision.finished and decision.condition is not None:
         type_, reason, message = decision.condition
         if cond.find(conditions, c.CONDITION_RUNNING) is not None:
-            cond.set_condition(conditions, c.CONDITION_RUNNING, cond.FALSE, reason, message, now=now)
+            cond.set_condition(
+                conditions, c.CONDITION_RUNNING, cond.FALSE, reason, message, now=now
+            )
         cond.set_condition(conditions, type_, cond.TRUE, reason, message, now=now)
     elif active:
         message = c.MESSAGE_TRIALS_RUNNING.format(
