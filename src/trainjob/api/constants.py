@@ -203,3 +203,21 @@ LABEL_TRIAL_INDEX = "trainer.kubeflow.org/trial-index"
 ANNOTATION_TRIAL_PARAMETERS = "trainer.kubeflow.org/trial-parameters"
 # Set on a trial stopped early (trainjob's earlyStopping): why, in a sentence.
 ANNOTATION_TRIAL_STOPPED = "trainer.kubeflow.org/trial-stopped"
+# KEP 2605 section 8.2: each parameter reaches the trainer as KUBEFLOW_TRAINER_OPT_<NAME>
+# (the name upper-cased), in spec.trainer.env of every trial.
+ENV_TRIAL_PARAMETER_PREFIX = "KUBEFLOW_TRAINER_OPT_"
+
+# OptimizationJob conditions (KEP 2605 section 7.4: Created, Complete, Failed; Running is
+# trainjob's, True while trials run). Reasons CamelCase, messages lower-case sentences.
+CONDITION_CREATED = "Created"
+CONDITION_RUNNING = "Running"
+REASON_TRIALS_CREATED = "TrialsCreated"
+MESSAGE_TRIALS_CREATED = "OptimizationJob is accepted and its trials are being created"
+REASON_TRIALS_RUNNING = "TrialsRunning"
+MESSAGE_TRIALS_RUNNING = "{active} of {total} trials running, {done} finished"
+REASON_ALL_TRIALS_FINISHED = "AllTrialsFinished"
+MESSAGE_ALL_TRIALS_FINISHED = "all {done} trials finished; the best is {best}"
+REASON_MAX_FAILED_TRIALS_EXCEEDED = "MaxFailedTrialsExceeded"
+MESSAGE_MAX_FAILED_TRIALS_EXCEEDED = "{failed} trials failed, more than maxFailedTrials ({limit})"
+REASON_ALL_TRIALS_FAILED = "AllTrialsFailed"
+MESSAGE_ALL_TRIALS_FAILED = "all {done} trials failed or were stopped; none reported {metric}"

@@ -3,8 +3,9 @@ trainjob's checks of the template.
 
 The CEL rules (written into the CRD by :mod:`trainjob.api.crd_rules`) run here too, so the local
 backend refuses what the apiserver refuses, in the same words. Beyond them (upstream's KEP leaves
-these to a webhook): every parameter is used as ``{{.name}}`` in the template and every
-placeholder names a parameter; the template, filled in with sample values (each parameter's lowest
+these to a webhook): every ``{{.name}}`` placeholder names a parameter (a parameter need not be
+one: every trial gets every value as ``KUBEFLOW_TRAINER_OPT_<NAME>`` too), and the template sets
+none of those variables itself; the template, filled in with sample values (each parameter's lowest
 and then highest value), is a valid TrainJob; the trial names ``<name>-<index>`` are valid
 TrainJob names. Called by :func:`trainjob.api.optimization.parse_optimization_job`.
 """
@@ -22,7 +23,7 @@ from trainjob.api import constants as c
 from trainjob.api import load, meta, placeholders, validation
 from trainjob.api.base import to_dict
 from trainjob.api.optimization import OptimizationJob, OptimizationJobSpec, Parameter, Range
-from trainjob.api.trainer import TrainJob, TrainJobSpec
+from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError
 
 __all__ = ["sample_values", "validate_optimization_job"]
@@ -160,13 +161,10 @@ def _validate_parameters(parameters: list[Parameter]) -> list[FieldError]:
         if p.name in seen:
             errs.append(FieldError.duplicate(path, {"name": p.name}))
         seen.add(p.name)
-        if p.name and not placeholders.PLACEHOLDER.fullmatch("{{." + p.name + "}}"):
+        if p.name and not placeholders.NAME.match(p.name):
             errs.append(
                 FieldError.invalid(
-                    f"{path}.name",
-                    p.name,
-                    "must be a letter or '_' followed by letters, digits or '_', "
-                    "so that the template can use it as {{." + "name}}",
+                    f"{path}.name", p.name, f"should match '{placeholders.NAME.pattern}'"
                 )
             )
         space = p.search_space
@@ -288,42 +286,53 @@ def _validate_template(job: OptimizationJob) -> list[FieldError]:
         errs.extend(meta.validate_metadata(f"{path}.metadata", filled))
     if not job.spec.parameters:
         return errs  # reported as spec.parameters: Required value
-    used = placeholders.placeholders(to_dict(template))
     names = [p.name for p in job.spec.parameters]
-    for i, name in enumerate(names):
-        usable = placeholders.PLACEHOLDER.fullmatch("{{." + name + "}}")
-        if usable and name not in used:
-            errs.append(
-                FieldError.invalid(
-                    f"spec.parameters[{i}].name",
-                    name,
-                    f"must be used in {path} as {{{{.{name}}}}}: a parameter the trials do not "
-                    "get cannot change them",
-                )
-            )
-    for name in sorted(used - set(names)):
+    for name in sorted(placeholders.placeholders(to_dict(template)) - set(names)):
         errs.append(
             FieldError.invalid(
                 path,
                 f"{{{{.{name}}}}}",
-                f"names no parameter; spec.parameters has: {', '.join(names) or 'none'}",
+                f"names no parameter; spec.parameters has: {', '.join(names)}",
             )
         )
+    env: dict[str, str] = {}
+    for i, name in enumerate(names):
+        var = placeholders.env_name(name)
+        if var in env and env[var] != name:
+            errs.append(
+                FieldError.invalid(
+                    f"spec.parameters[{i}].name",
+                    name,
+                    f"must differ from parameter {env[var]} in more than case: both would be "
+                    f"{var} in the trials' env",
+                )
+            )
+        env.setdefault(var, name)
+    trainer = template.spec.trainer
+    for i, env_var in enumerate((trainer.env if trainer else None) or ()):
+        if env_var.name in env:
+            errs.append(
+                FieldError.forbidden(
+                    f"{path}.spec.trainer.env[{i}].name",
+                    f"{env_var.name} is set by the OptimizationJob to each trial's value of "
+                    f"parameter {env[env_var.name]}",
+                )
+            )
     if errs:
         return errs
-    seen: set[FieldError] = set()
+    seen: set[str] = set()
     for high in (False, True):
         values = sample_values(job.spec.parameters, high=high)
         for e in _validate_filled(job, values):
-            if e not in seen:  # once, with the first values it was found with
-                seen.add(e)
+            if repr(e) not in seen:  # once, with the first values it was found with
+                seen.add(repr(e))
                 errs.append(_in_template(e, values))
     return errs
 
 
 def _validate_filled(job: OptimizationJob, values: Mapping[str, str]) -> list[FieldError]:
     """The template with ``values`` filled in, checked as the trial TrainJob it becomes."""
-    spec = placeholders.substitute(to_dict(job.spec.train_job_template.spec), values, TrainJobSpec)
+    spec = placeholders.fill(to_dict(job.spec.train_job_template.spec), values)
     doc: dict[str, Any] = {
         "apiVersion": c.API_VERSION,
         "kind": c.TRAINJOB_KIND,

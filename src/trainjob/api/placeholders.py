@@ -1,7 +1,9 @@
-"""The ``{{.name}}`` placeholders of an OptimizationJob's ``trainJobTemplate``, and filling them in.
+"""How a trial's parameter values get into its TrainJob: env vars and ``{{.name}}`` placeholders.
 
-Upstream's KEP (2605) fills a trial's parameter values into the template as Go-template-style
-``{{.name}}`` (``{{ .name }}`` too) before it creates the trial TrainJob. Here substitution is on
+Two ways, both always on (:func:`fill`): upstream's KEP 2605 (section 8.2) sets each value as
+``KUBEFLOW_TRAINER_OPT_<NAME>`` in ``spec.trainer.env``; and Go-template-style ``{{.name}}``
+placeholders (``{{ .name }}`` too) anywhere in the template's strings are filled in (the KEP's
+first text; handy for ``args: ["--lr={{.lr}}"]``). Substitution is on
 the parsed values, never on YAML text, so a value can never inject structure:
 
 * a string that *contains* a placeholder (``"--lr={{.lr}}"``) gets the value as text;
@@ -25,8 +27,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from trainjob.api import constants as c
+
+# What a parameter's name must be: a placeholder's name, and the tail of an env var's.
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PLACEHOLDER = re.compile(r"\{\{\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
+
+
+def env_name(parameter: str) -> str:
+    """The env var a trial's trainer gets the parameter in (KEP 2605): ``lr`` ->
+    ``KUBEFLOW_TRAINER_OPT_LR``."""
+    return c.ENV_TRIAL_PARAMETER_PREFIX + parameter.upper()
 
 
 def placeholders(value: Any) -> set[str]:
@@ -62,6 +74,22 @@ def substitute(value: Any, values: Mapping[str, str], model: Any = None) -> Any:
         item = _item_type(model)
         return [substitute(v, values, item) for v in value]
     return value
+
+
+def fill(spec: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """A TrainJob spec (a dict) as a trial with ``values`` runs it: placeholders filled
+    (:func:`substitute`, typed by ``TrainJobSpec``) and each value in ``spec.trainer.env`` as
+    ``KUBEFLOW_TRAINER_OPT_<NAME>`` (upstream's way, KEP 2605 section 8.2; appended, in the
+    parameters' order)."""
+    from trainjob.api.trainer import TrainJobSpec
+
+    out: dict[str, Any] = substitute(spec, values, TrainJobSpec)
+    trainer = dict(out.get("trainer") or {})
+    env = list(trainer.get("env") or [])
+    env.extend({"name": env_name(k), "value": v} for k, v in values.items())
+    trainer["env"] = env
+    out["trainer"] = trainer
+    return out
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:

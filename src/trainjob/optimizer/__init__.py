@@ -1,11 +1,15 @@
-"""Hyperparameter sweeps (OptimizationJob): the pure engine, the trial template, the status, the
-loop every backend runs (``engine``, ``template``, ``status``, ``driver``) -- and, as the public
-face, the Kubeflow SDK's ``kubeflow.optimizer`` names, so that ``from kubeflow.optimizer import X``
-becomes ``from trainjob.optimizer import X``.
+"""Sweeps (OptimizationJob): the pure engine that decides the next trials and which to stop
+(:mod:`trainjob.optimizer.engine`, on Optuna), the trial TrainJobs made from the template
+(:mod:`trainjob.optimizer.template`), the OptimizationJob's status
+(:mod:`trainjob.optimizer.status`) and the loop every backend runs over its executor
+(:mod:`trainjob.optimizer.driver`). Each backend only creates, watches and stops TrainJobs.
 
-The SDK's names (``OptimizerClient`` and its types) live in :mod:`trainjob.client` and are
-imported on first use, by name (a static import would point this package, below the client in
-the layers, up at it): importing ``trainjob.optimizer.engine`` loads no client.
+It is also the public face of the Kubeflow SDK's ``kubeflow.optimizer``: ``from
+kubeflow.optimizer import X`` becomes ``from trainjob.optimizer import X``. Those names
+(``OptimizerClient`` and its types) live in :mod:`trainjob.client` and are imported on first
+use, by name (a static import would point this package, below the client in the layers, up at
+it). Importing this package imports neither Optuna nor pydantic: the engine imports Optuna
+itself.
 """
 
 from __future__ import annotations

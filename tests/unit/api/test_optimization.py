@@ -225,8 +225,8 @@ CASES: list[tuple[str, Callable[[Obj], None], str | list[str]]] = [
     (
         "a parameter name that cannot be a placeholder",
         _all(_set("spec.parameters[1].name", "learning-rate"), _set(ARGS, ["{{.lr}}"])),
-        "spec.parameters[1].name: Invalid value: \"learning-rate\": must be a letter or '_' "
-        "followed by letters, digits or '_', so that the template can use it as {{.name}}",
+        'spec.parameters[1].name: Invalid value: "learning-rate": should match '
+        "'^[A-Za-z_][A-Za-z0-9_]*$'",
     ),
     (
         "an empty parameter name",
@@ -234,10 +234,16 @@ CASES: list[tuple[str, Callable[[Obj], None], str | list[str]]] = [
         'spec.parameters[1].name: Invalid value: "": should be at least 1 chars long',
     ),
     (
-        "a parameter the template does not use",
-        _set(ARGS, ["--lr={{.lr}}"]),
-        'spec.parameters[1].name: Invalid value: "opt": must be used in spec.trainJobTemplate '
-        "as {{.opt}}: a parameter the trials do not get cannot change them",
+        "a template that sets a parameter's variable itself",
+        _set("spec.trainJobTemplate.spec.trainer.env", [{"name": "KUBEFLOW_TRAINER_OPT_LR"}]),
+        "spec.trainJobTemplate.spec.trainer.env[0].name: Forbidden: KUBEFLOW_TRAINER_OPT_LR is "
+        "set by the OptimizationJob to each trial's value of parameter lr",
+    ),
+    (
+        "two parameters with one variable",
+        _all(_set("spec.parameters[1].name", "LR"), _set(ARGS, [])),
+        'spec.parameters[1].name: Invalid value: "LR": must differ from parameter lr in more '
+        "than case: both would be KUBEFLOW_TRAINER_OPT_LR in the trials' env",
     ),
     (
         "a placeholder that is no parameter",
@@ -413,6 +419,12 @@ def test_a_spec_change_is_refused_with_upstreams_message() -> None:
     status_only = load.parse(copy.deepcopy(base()) | {"status": {"trials": []}})
     assert isinstance(status_only, OptimizationJob)
     assert validate_optimization_job(status_only, old) == []
+
+
+def test_a_parameter_need_not_be_a_placeholder_as_upstreams_trials_get_env_vars() -> None:
+    doc = base()
+    doc["spec"]["trainJobTemplate"]["spec"]["trainer"] = {"command": ["python", "train.py"]}
+    assert errors_of(doc) == []
 
 
 def test_sample_values_are_each_parameters_ends() -> None:
