@@ -375,13 +375,14 @@ class OptimizerClient:
             )
         deadline = time.monotonic() + timeout
         while True:
-            job = self.get_job(name)
+            # each look reads the job alone (its trials' TrainJobs and metrics once, at the end)
+            job = self._to_sdk(self._model(name), details=False)
             for callback in callbacks or ():
                 callback(job)
             if sweeps.FAILED not in status and job.status == sweeps.FAILED:
                 raise RuntimeError(f"{sweeps.KIND} {name} is Failed{_why(self, name)}")
             if job.status in status:
-                return job
+                return self.get_job(name)
             if time.monotonic() >= deadline:
                 raise TimeoutError(
                     f"Timeout waiting for {sweeps.KIND} {name} to reach status: {status}"

@@ -35,7 +35,7 @@ from trainjob.local.store import Store
 
 if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob, OptimizationJobStatus
-    from trainjob.optimizer.driver import Pass
+    from trainjob.optimizer.driver import Driver, Pass
 
 TICK = 0.02
 RESYNC = 2.0
@@ -103,20 +103,12 @@ class SweepSupervisor:
         return 0
 
     def sync(self) -> bool:
-        """One pass and its write (status and new events, only when they changed); whether
-        the job has finished."""
-        seen: list[OptimizationJobStatus] = []
-        p = self.driver.sync(self.job, seen.append)
-        status = seen[-1].to_dict() if seen else {}
-        events = events_of(p, self.name)
-        if status != self.written or events:
-            if not sweep_store.write_status(
-                self.store, self.namespace, self.name, self.uid, status,
-                sweeps.phase(status), events,
-            ):  # fmt: skip
-                return True  # deleted, or re-created meanwhile
-            self.written = status
-        return p.finished
+        """One pass and its write; whether the job has finished (or is gone)."""
+        written = sync_and_write(self.store, self.driver, self.job, self.written)
+        if written is None:
+            return True  # deleted, or re-created meanwhile
+        self.written, finished = written
+        return finished
 
     def wait_for_change(self) -> None:
         """Until another process wrote to the store (a trial moved), at most :data:`RESYNC`."""
@@ -126,6 +118,25 @@ class SweepSupervisor:
             time.sleep(TICK)
             if self.store.data_version() != version:
                 return
+
+
+def sync_and_write(
+    store: Store, driver: Driver, job: OptimizationJob, written: dict[str, Any]
+) -> tuple[dict[str, Any], bool] | None:
+    """One pass of ``driver`` over ``job`` and its write (the status and new events, only when
+    they changed since ``written``): the status now and whether the job has finished; None
+    when the job is gone (deleted, re-created). The supervisor's loop, and the client that
+    creates a job (its first trials start without waiting for the supervisor to load)."""
+    seen: list[OptimizationJobStatus] = []
+    name, ns, uid = job.metadata.name or "", job.metadata.namespace or "", job.metadata.uid or ""
+    p = driver.sync(job, seen.append)
+    status = seen[-1].to_dict() if seen else {}
+    events = events_of(p, name)
+    if (status != written or events) and not sweep_store.write_status(
+        store, ns, name, uid, status, sweeps.phase(status), events
+    ):
+        return None
+    return status, p.finished
 
 
 def job_of(row: sweep_store.SweepRow) -> OptimizationJob:

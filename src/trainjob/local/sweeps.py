@@ -105,6 +105,12 @@ class LocalSweepExecutor(SweepExecutor):
         except (OSError, ConfigError) as e:
             sweep_store.delete(self.store, row.namespace, row.name, row.uid)
             raise ConfigError(f"cannot start the local sweep supervisor: {e}") from e
+        # The first pass here, while the supervisor loads: the first trials start now (a pass
+        # is level-triggered: the supervisor's next one finds them made).
+        from trainjob.local.sweep_supervisor import sync_and_write
+        from trainjob.optimizer.driver import Driver
+
+        sync_and_write(self.store, Driver(self._trials, cwd=run_dir), job, {})
         return self.get(meta.name, meta.namespace)
 
     def _row(self, name: str, namespace: str) -> SweepRow:
