@@ -1,8 +1,9 @@
 """Hyperparameter sweeps (OptimizationJob) on the local backend, through the OptimizerClient and
 the CLI: real trials (TrainJobs run as processes), a real sweep supervisor process.
 
-The trials are small: a torch model of one linear layer (a second or two each, most of it
-importing torch), else plain Python on a plain runtime (a fraction of a second).
+The trials are small, each a process of plain Python on a plain runtime (no torchrun): a torch
+model of one linear layer (a second or two, most of it importing torch), else a fraction of a
+second.
 """
 
 from __future__ import annotations
@@ -111,10 +112,7 @@ def test_six_trials_two_at_a_time_each_reports_its_loss_and_the_lowest_is_best(
     client: OptimizerClient, marks: Path
 ) -> None:
     name = client.optimize(
-        trial_template=TrainJobTemplate(
-            trainer=CustomTrainer(func=f.linear_regression, func_args={"marks": str(marks)}),
-            runtime="torch-distributed",
-        ),
+        trial_template=plain(f.linear_regression, marks=str(marks)),
         trial_config=TrialConfig(num_trials=6, parallel_trials=2),
         search_space={"lr": Search.loguniform(0.001, 0.5)},
         objectives=[Objective(metric="loss", direction="minimize")],
@@ -193,7 +191,7 @@ def test_a_sweep_goes_on_after_its_supervisor_is_killed_and_no_trial_is_lost_or_
 def sweep_time(client: OptimizerClient, marks: Path, early: bool) -> tuple[float, Any]:
     start = time.monotonic()
     name = client.optimize(
-        trial_template=plain(f.curve, marks=str(marks)),
+        trial_template=plain(f.curve, marks=str(marks), steps=12),
         trial_config=TrialConfig(num_trials=4, parallel_trials=1),
         search_space={"quality": Search.choice([1.0, 1.5, 40.0, 50.0])},
         algorithm=GridSearch(),

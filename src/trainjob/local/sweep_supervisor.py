@@ -59,6 +59,7 @@ class SweepSupervisor:
         self.driver = Driver(self.trials, cwd=row.cwd)
         self.written: dict[str, Any] = row.object().get("status") or {}
         self.stopping = False
+        self.acted = False
 
     def _row(self) -> sweep_store.SweepRow | None:
         row = sweep_store.get(self.store, self.namespace, self.name)
@@ -99,7 +100,8 @@ class SweepSupervisor:
                 continue
             if done:
                 return 0
-            self.wait_for_change()
+            if not self.acted:  # what a pass did (a stop frees a slot) is looked at at once
+                self.wait_for_change()
         return 0
 
     def sync(self) -> bool:
@@ -107,7 +109,7 @@ class SweepSupervisor:
         written = sync_and_write(self.store, self.driver, self.job, self.written)
         if written is None:
             return True  # deleted, or re-created meanwhile
-        self.written, finished = written
+        self.written, finished, self.acted = written
         return finished
 
     def wait_for_change(self) -> None:
@@ -122,10 +124,11 @@ class SweepSupervisor:
 
 def sync_and_write(
     store: Store, driver: Driver, job: OptimizationJob, written: dict[str, Any]
-) -> tuple[dict[str, Any], bool] | None:
+) -> tuple[dict[str, Any], bool, bool] | None:
     """One pass of ``driver`` over ``job`` and its write (the status and new events, only when
-    they changed since ``written``): the status now and whether the job has finished; None
-    when the job is gone (deleted, re-created). The supervisor's loop, and the client that
+    they changed since ``written``): the status now, whether the job has finished and whether
+    the pass did anything (created or stopped a trial); None when the job is gone (deleted,
+    re-created). The supervisor's loop, and the client that
     creates a job (its first trials start without waiting for the supervisor to load)."""
     seen: list[OptimizationJobStatus] = []
     name, ns, uid = job.metadata.name or "", job.metadata.namespace or "", job.metadata.uid or ""
@@ -136,7 +139,7 @@ def sync_and_write(
         store, ns, name, uid, status, sweeps.phase(status), events
     ):
         return None
-    return status, p.finished
+    return status, p.finished, any(a.type == "Normal" for a in p.actions)
 
 
 def job_of(row: sweep_store.SweepRow) -> OptimizationJob:
