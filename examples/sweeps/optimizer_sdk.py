@@ -48,7 +48,7 @@ client = OptimizerClient()
 
 job_name = client.optimize(
     trial_template=template,
-    trial_config=TrialConfig(num_trials=4, parallel_trials=2),
+    trial_config=TrialConfig(num_trials=2, parallel_trials=2),
     search_space={
         "lr": Search.loguniform(0.001, 0.1),
         "batch_size": Search.choice([16, 32, 64]),

@@ -104,7 +104,9 @@ def most_at_once(found: list[dict[str, Any]]) -> int:
 
 
 def plain(func: Any, **args: Any) -> TrainJobTemplate:
-    return TrainJobTemplate(trainer=CustomTrainer(func=func, func_args=args), runtime="plain-python")
+    return TrainJobTemplate(
+        trainer=CustomTrainer(func=func, func_args=args), runtime="plain-python"
+    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")

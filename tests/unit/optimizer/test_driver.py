@@ -86,7 +86,9 @@ class FakeExecutor(Executor):
         self.phases[name] = st.RUNNING
 
     def report(self, name: str, loss: float, step: int) -> None:
-        sample = MetricSample(f"2026-12-04T00:00:{step:02d}Z", {"loss": str(loss), "step": str(step)})
+        sample = MetricSample(
+            f"2026-12-04T00:00:{step:02d}Z", {"loss": str(loss), "step": str(step)}
+        )
         self.reports.setdefault(name, []).append(sample)
         self.jobs[name]["status"] = {
             "trainerStatus": {
