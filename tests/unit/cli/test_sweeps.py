@@ -75,7 +75,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             sweeps.COMPLETE,
             str(tmp_path),
             events=json.dumps(events),
-        ),  # fmt: skip
+        ),
     )
     monkeypatch.setenv("TRAINJOB_HOME", str(home))
     monkeypatch.setenv("TRAINJOB_BACKEND", "local")

@@ -39,7 +39,7 @@ def test_a_store_of_schema_4_gets_the_optimizationjobs_table(tmp_path: Path) -> 
 def test_a_sweep_of_that_name_exists_already(tmp_path: Path) -> None:
     store = Store(tmp_path / "trainjob.db")
     sweep_store.insert(store, row())
-    with pytest.raises(AlreadyExistsError, match='optimizationjobs.trainer.kubeflow.org "lr"'):
+    with pytest.raises(AlreadyExistsError, match=r'optimizationjobs\.trainer\.kubeflow\.org "lr"'):
         sweep_store.insert(store, row(uid="u-2"))
 
 
