@@ -103,7 +103,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="trainjob-sweep-bench-"))
     cfg = LocalBackendConfig(home=root / "home", cwd=str(root))
     sweeps, hand = OptimizerClient(cfg), TrainerClient(cfg)
-    sweeps.sweeps.trials.apply_runtime(parse(PLAIN))  # type: ignore[attr-defined]
+    sweeps.sweeps.trials.apply_runtime(parse(PLAIN))
     sweep_gaps: list[float] = []
     hand_gaps: list[float] = []
     sweep_first: list[float] = []

@@ -82,7 +82,7 @@ def client(tmp_path: Path) -> Iterator[OptimizerClient]:
     work = tmp_path / "work"
     work.mkdir()
     c = OptimizerClient(LocalBackendConfig(home=tmp_path / "home", cwd=str(work)))
-    c.sweeps.trials.apply_runtime(parse(PLAIN))  # type: ignore[attr-defined]
+    c.sweeps.trials.apply_runtime(parse(PLAIN))
     yield c
     for job in c.list_jobs():
         c.delete_job(job.name)
@@ -173,7 +173,7 @@ def test_a_sweep_goes_on_after_its_supervisor_is_killed_and_no_trial_is_lost_or_
         search_space={"x": Search.uniform(-1.0, 1.0)},
         algorithm=RandomSearch(random_state=2),
     )
-    store = client.sweeps.store  # type: ignore[attr-defined]
+    store = client.sweeps.store
     deadline = time.monotonic() + 60
     while len(read_marks(marks)) < 1 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -221,31 +221,7 @@ def test_the_cli_runs_a_grid_from_yaml_lists_describes_and_deletes_it(
     tmp_path: Path,
 ) -> None:
     env = dict(os.environ, TRAINJOB_HOME=str(tmp_path / "home"), TRAINJOB_BACKEND="local")
-    manifest = tmp_path / "grid.yaml"
-    manifest.write_text(
-        """
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: OptimizationJob
-metadata:
-  name: grid
-spec:
-  objectives: [{metric: loss, direction: Minimize}]
-  searchAlgorithm: {grid: {}}
-  numTrials: 6
-  parallelTrials: 3
-  parameters:
-  - {name: a, searchSpace: {categorical: {choices: ["1", "2"]}}}
-  - {name: b, searchSpace: {categorical: {choices: ["10", "20", "30"]}}}
-  trainJobTemplate:
-    spec:
-      runtimeRef: {name: torch-distributed}
-      trainer:
-        command:
-        - python
-        - -c
-        - "import trainjob; trainjob.update_trainjob_status(metrics={'loss': {{.a}} * {{.b}}})"
-"""
-    )
+    manifest = ROOT / "examples" / "sweeps" / "grid.yaml"
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

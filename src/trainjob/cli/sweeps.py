@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from trainjob.api import constants as c
 from trainjob.cli import TARGET, Backend
@@ -118,8 +118,9 @@ def list_sweeps(
     ns = namespace_of(ex.trials, namespace)
     fmt = output_format(output)
     jobs = _named(ex, ns, names)
+    single = bool(names) and len(names or ()) == 1
     if printed_as_objects(
-        jobs, fmt, lambda j: f"{RESOURCE}/{j.metadata.name}", single=bool(names) and len(names) == 1
+        cast("Sequence[Any]", jobs), fmt, lambda j: f"{RESOURCE}/{j.metadata.name}", single=single
     ):
         return
     table = Columns(*(WIDE_HEADERS if fmt.wide else HEADERS))
@@ -312,7 +313,7 @@ def run_sweeps(jobs: Sequence[OptimizationJob], dirs: Sequence[str], wait: bool)
                 last = line
         status = _status(final)
         if sweeps.phase(status) == sweeps.FAILED:
-            cond = next(
+            cond: dict[str, Any] = next(
                 (x for x in status.get("conditions") or () if x.get("type") == sweeps.FAILED), {}
             )
             raise TrainJobError(

@@ -242,7 +242,9 @@ class OptimizerClient:
             name=job.metadata.name or "",
             search_space=_search_space_of(job),
             objectives=[
-                ot.Objective(metric=o.metric, direction=(o.direction or "Minimize").lower())
+                ot.Objective(
+                    metric=o.metric, direction=ot.Direction((o.direction or "Minimize").lower())
+                )
                 for o in spec.objectives
             ],
             algorithm=_algorithm_of(job),
@@ -409,7 +411,7 @@ def _sweep_executor(trainer: TrainerClient) -> SweepExecutor:
     if isinstance(backend, LocalBackend):  # the container backend is one too
         from trainjob.local.sweeps import LocalSweepExecutor
 
-        return LocalSweepExecutor(backend.cfg.home, runner=backend.executor.runner)
+        return LocalSweepExecutor(backend.cfg.home, runner=getattr(backend.executor, "runner", ""))
     try:
         from trainjob.cluster import sweeps as cluster_sweeps  # type: ignore[attr-defined]
     except ImportError:
@@ -420,7 +422,7 @@ def _sweep_executor(trainer: TrainerClient) -> SweepExecutor:
             "support (trainjob.cluster.sweeps), not in this trainjob yet: use "
             "LocalProcessBackendConfig() or ContainerBackendConfig() to run the sweep here"
         )
-    return cluster_sweeps.KubernetesSweepExecutor(backend.executor)  # type: ignore[no-any-return]
+    return cluster_sweeps.KubernetesSweepExecutor(getattr(backend, "executor", None))  # type: ignore[no-any-return]
 
 
 def _cwd(trainer: TrainerClient) -> str:
@@ -478,14 +480,14 @@ def _search_space_of(
         if space.categorical is not None:
             out[p.name] = ot.CategoricalSearchSpace(choices=list(space.categorical.choices))
         elif space.log_uniform is not None:
-            rng = space.log_uniform
+            log = space.log_uniform
             out[p.name] = ot.ContinuousSearchSpace(
-                float(rng.min), float(rng.max), ot.Distribution.LOG_UNIFORM
+                float(log.min), float(log.max), ot.Distribution.LOG_UNIFORM
             )
         elif space.uniform is not None:
-            rng = space.uniform
+            lin = space.uniform
             out[p.name] = ot.ContinuousSearchSpace(
-                float(rng.min), float(rng.max), ot.Distribution.UNIFORM
+                float(lin.min), float(lin.max), ot.Distribution.UNIFORM
             )
     return out
 

@@ -19,6 +19,7 @@ reads the same on every backend. Errors: :mod:`trainjob.errors`' tree (``NotFoun
 from __future__ import annotations
 
 import abc
+import builtins
 import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -89,7 +90,7 @@ class SweepExecutor(abc.ABC):
         """Stop the job, delete its trials (their outputs kept unless ``purge``) and the job."""
 
     @abc.abstractmethod
-    def events(self, name: str, namespace: str) -> list[Event]:
+    def events(self, name: str, namespace: str) -> builtins.list[Event]:
         """The job's own events (trials created and stopped, its end), oldest first."""
 
     def exists(self, name: str, namespace: str) -> bool:

@@ -15,6 +15,7 @@ Callers: the SDK's ``OptimizerClient`` (local and container backends) and the CL
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
@@ -178,7 +179,7 @@ class LocalSweepExecutor(SweepExecutor):
             for r in sweep_store.listed(self.store, namespace)
         ]
 
-    def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
+    def events(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> builtins.list[Event]:
         row = self._row(name, namespace)
         return [
             Event(

@@ -39,20 +39,16 @@ from trainjob.optimizer import engine, template
 from trainjob.optimizer import status as sweep_status
 
 if TYPE_CHECKING:
-    from trainjob.api.optimization import OptimizationJob, OptimizationJobStatus
+    from trainjob.api.optimization import OptimizationJob, OptimizationJobStatus, TrialPhase
     from trainjob.executor.base import Executor
     from trainjob.executor.model import JobState, MetricSample
 
 log = logging.getLogger(__name__)
 
 PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED = (
-    "Pending",
-    "Running",
-    "Succeeded",
-    "Failed",
-    "Stopped",
-)
-LIVE = frozenset({PENDING, RUNNING})
+    engine.PENDING, engine.RUNNING, engine.SUCCEEDED, engine.FAILED, engine.STOPPED,
+)  # fmt: skip
+LIVE = engine.ACTIVE
 
 REASON_METRICS_UNAVAILABLE = "MetricsUnavailable"
 REASON_TRIAL_FAILED = "TrialFailed"
@@ -259,8 +255,8 @@ def trial_index(trainjob: Mapping[str, Any]) -> int:
     """The trial's index (its label; -1 when it has none or a bad one)."""
     raw = ((trainjob.get("metadata") or {}).get("labels") or {}).get(c.LABEL_TRIAL_INDEX)
     try:
-        return int(raw)
-    except (TypeError, ValueError):
+        return int(str(raw)) if raw is not None else -1
+    except ValueError:
         return -1
 
 
@@ -288,7 +284,7 @@ def objective_of(s: JobState, metric: str) -> float | None:
     return engine.objective_value(trainer_status, metric)
 
 
-def trial_phase(s: JobState, metric: str) -> str:
+def trial_phase(s: JobState, metric: str) -> TrialPhase:
     """The engine's phase of a trial: Stopped once a sweep stopped it (unless it completed
     first), Succeeded once Complete with the objective reported (else Failed: Katib's
     MetricsUnavailable), Failed, Running, else Pending (created, or suspended by hand)."""

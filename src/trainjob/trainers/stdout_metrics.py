@@ -118,7 +118,7 @@ def collect_stdout_metrics() -> None:
         def __getattr__(self, name: str) -> object:
             return getattr(self._stream, name)
 
-    sys.stdout = Collector(sys.stdout)  # type: ignore[assignment]
+    sys.stdout = Collector(sys.stdout)
 
     def finish() -> None:
         with contextlib.suppress(Exception):

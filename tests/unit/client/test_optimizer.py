@@ -56,7 +56,8 @@ def manifest(client: OptimizerClient, **kw: Any) -> dict[str, Any]:
     }
     args.update(kw)
     template = TrainJobTemplate(trainer=CustomTrainer(func=train, func_args={"epochs": 3}))
-    return client._manifest(template, **args)
+    out: dict[str, Any] = client._manifest(template, **args)
+    return out
 
 
 def test_upstreams_names_import_from_trainjob_optimizer() -> None:
