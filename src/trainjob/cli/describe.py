@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # the models (pydantic) load when a job or a runtime is descr
     from trainjob.api.trainer import Runtime, TrainJob
 
 describe_app = typer.Typer(
-    help="Show details of a job or a runtime.",
+    help="Show details of a job, a runtime or an OptimizationJob.",
     no_args_is_help=True,
     rich_markup_mode=HELP_STYLE,
     cls=TypeSlashName,

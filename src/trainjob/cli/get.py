@@ -75,7 +75,7 @@ class TypeSlashName(TyperGroup):
 
 
 get_app = typer.Typer(
-    help="Display jobs or runtimes (also as kubectl: get trainjob/NAME).",
+    help="Display jobs, runtimes or OptimizationJobs (also as kubectl: get trainjob/NAME).",
     no_args_is_help=True,
     rich_markup_mode=HELP_STYLE,
     cls=TypeSlashName,
