@@ -5,7 +5,8 @@
 parts. The client side of a job: ``admission`` (what a submit checks, the first rows),
 ``launch`` (starting the supervisor), ``liveness`` (a supervisor that died), ``views`` (stored rows
 as the job model), ``follow`` (following a log across restarts), ``deletion``, ``runtimes``
-(built-in and stored), ``outputs``, ``limits``. The job's side: ``supervisor`` (the per-job
+(built-in and stored), ``outputs``, ``limits``; sweeps: ``sweeps`` (OptimizationJobs) and their
+``sweep_supervisor`` and ``sweep_store``. The job's side: ``supervisor`` (the per-job
 process that runs the JobSet), ``pods`` (a Plan's pods as local processes: env, endpoints, paths,
 commands), ``podrun`` (one pod's processes), ``probes`` (readiness, liveness and startup probes),
 ``volumes``, ``mpi`` (OpenMPI on one host), ``status`` (conditions), ``runner`` and
