@@ -101,7 +101,8 @@ class Trial:
 class Decision:
     """What to do now: trials to create (index, parameters), trials to stop (name, message),
     whether the sweep is over and with which condition ``(type, reason, message)``, and the best
-    trial so far (known as soon as one completed)."""
+    trial so far (known as soon as one completed). A trial asked to stop is named again by the
+    next decisions until it is listed as Stopped: stopping must be idempotent."""
 
     create: tuple[tuple[int, Mapping[str, str]], ...] = ()
     stop: tuple[tuple[str, str], ...] = ()

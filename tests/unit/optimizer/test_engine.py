@@ -377,3 +377,20 @@ def test_the_engine_writes_nothing_to_stderr_or_the_log(
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
     assert [r for r in caplog.records if r.name.startswith("optuna")] == []
+
+
+def test_optuna_is_imported_only_when_the_engine_is_asked() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from trainjob.api import optimization, load\n"
+        "from trainjob.optimizer import engine, status, template\n"
+        "assert 'optuna' not in sys.modules, 'imported'\n"
+        "from tests.unit.optimizer.builders import sweep\n"
+        "engine.decide(sweep().spec, [])\n"
+        "assert 'optuna' in sys.modules\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
