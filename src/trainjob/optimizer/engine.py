@@ -339,8 +339,18 @@ def _to_stop(spec: OptimizationJobSpec, trials: Sequence[Trial]) -> list[tuple[s
     min_trials = 3 if median.min_trials is None else median.min_trials
     start_step = 1 if median.start_step is None else median.start_step
     pruner = optuna.pruners.MedianPruner(n_startup_trials=min_trials, n_warmup_steps=start_step)
-    study = _study(spec, trials)
     completed = [t for t in trials if _completed(t)]
+    # The pruner reads the completed trials' values step by step, not their parameters.
+    direction = (spec.objectives[0].direction or "Minimize").lower()
+    study = optuna.create_study(direction=direction)
+    for t in completed:
+        study.add_trial(
+            optuna.trial.create_trial(
+                state=optuna.trial.TrialState.COMPLETE,
+                value=t.objective,
+                intermediate_values=dict(t.history),
+            )
+        )
     metric = spec.objectives[0].metric
     maximize = spec.objectives[0].direction == MAXIMIZE
     out = []
