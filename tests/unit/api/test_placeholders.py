@@ -3,6 +3,8 @@ int-or-string, never structure."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainjob.api import placeholders
 from trainjob.api.trainer import TrainJobSpec
 
@@ -28,7 +30,10 @@ def test_an_unknown_placeholder_is_left_as_written() -> None:
 
 
 def test_fill_sets_every_value_as_an_env_var_after_the_templates_own() -> None:
-    spec = {"runtimeRef": {"name": "r"}, "trainer": {"env": [{"name": "A", "value": "1"}]}}
+    spec: dict[str, Any] = {
+        "runtimeRef": {"name": "r"},
+        "trainer": {"env": [{"name": "A", "value": "1"}]},
+    }
     out = placeholders.fill(spec, {"lr": "0.1", "batch_size": "32"})
     assert out["trainer"]["env"] == [
         {"name": "A", "value": "1"},
