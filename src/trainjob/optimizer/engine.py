@@ -193,7 +193,6 @@ def _optuna() -> Any:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    optuna.logging.disable_default_handler()
     return optuna
 
 
