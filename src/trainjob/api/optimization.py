@@ -98,6 +98,9 @@ class CategoricalSpace(ApiModel):
     choices: list[str] = Field(description="choices is the set of strings to sample from.")
 
 
+Categorical = CategoricalSpace  # the name the sweep plan (sweeps.md) gives it
+
+
 class SearchSpace(ApiModel):
     """The values one hyperparameter takes: exactly one of uniform, logUniform, categorical."""
 
@@ -111,7 +114,8 @@ class SearchSpace(ApiModel):
 
 
 class Parameter(ApiModel):
-    """One hyperparameter: used in the template as ``{{.name}}``."""
+    """One hyperparameter. Each trial gets its value as ``KUBEFLOW_TRAINER_OPT_<NAME>`` in
+    ``spec.trainer.env`` and wherever the template says ``{{.name}}``."""
 
     name: str = Field(description="name is the name of the hyperparameter.")
     search_space: SearchSpace = Field(

@@ -68,9 +68,11 @@ def validate_optimization_job(
     spec = job.spec
     errs.extend(_validate_objectives(spec))
     errs.extend(_validate_algorithm(spec))
-    errs.extend(_validate_parameters(spec.parameters))
+    parameter_errors = _validate_parameters(spec.parameters)
+    errs.extend(parameter_errors)
     errs.extend(_validate_trials(spec))
-    errs.extend(_validate_template(job))
+    # Sample values of bad parameters would only add errors that follow from them.
+    errs.extend(_validate_template(job, fill=not parameter_errors))
     if old is not None and to_dict(old.spec) != to_dict(spec):
         errs.append(FieldError.invalid("spec", "...", MESSAGE_IMMUTABLE))
     return errs
@@ -271,7 +273,7 @@ def sample_values(parameters: Iterable[Parameter], *, high: bool = False) -> dic
     return out
 
 
-def _validate_template(job: OptimizationJob) -> list[FieldError]:
+def _validate_template(job: OptimizationJob, *, fill: bool) -> list[FieldError]:
     template = job.spec.train_job_template
     path = "spec.trainJobTemplate"
     errs = []
@@ -318,7 +320,7 @@ def _validate_template(job: OptimizationJob) -> list[FieldError]:
                     f"parameter {env[env_var.name]}",
                 )
             )
-    if errs:
+    if errs or not fill:
         return errs
     seen: set[str] = set()
     for high in (False, True):

@@ -3,18 +3,20 @@
 Two ways, both always on (:func:`fill`): upstream's KEP 2605 (section 8.2) sets each value as
 ``KUBEFLOW_TRAINER_OPT_<NAME>`` in ``spec.trainer.env``; and Go-template-style ``{{.name}}``
 placeholders (``{{ .name }}`` too) anywhere in the template's strings are filled in (the KEP's
-first text; handy for ``args: ["--lr={{.lr}}"]``). Substitution is on
-the parsed values, never on YAML text, so a value can never inject structure:
+first text; handy for ``args: ["--lr={{.lr}}"]``). Substitution is on the parsed values, never on
+YAML text, so a value can never inject structure:
 
 * a string that *contains* a placeholder (``"--lr={{.lr}}"``) gets the value as text;
-* a string that *is* one placeholder (``"{{.procs}}"``) becomes what its field takes: a number for
-  a field that takes a number (``numProcPerNode``, a quantity such as ``cpu``: integer or string),
-  a boolean for a boolean field, the string itself otherwise (an env value ``"0.01"`` stays a string).
+* a string that *is* one placeholder (``"{{.procs}}"``) becomes what its field takes: an integer
+  value in an int-or-string field (``numProcPerNode``, a quantity such as ``cpu``) becomes the
+  number, anything else stays a string (an env value ``"0.01"`` or ``"2"`` stays a string). A
+  field that takes only a number (``numNodes``) cannot hold a placeholder: the template's schema
+  is TrainJob's, which refuses a string there, here as on the apiserver.
 
 The field's type comes from the API model the value is going into (``TrainJobSpec``), walked by
 the wire names; where the model does not type a field (pass-through Kubernetes parts) the value
-stays a string. Used by :mod:`trainjob.api.optimization_validation` (every parameter used, no
-unknown placeholder, the filled template valid) and by :mod:`trainjob.optimizer.template` (a trial).
+stays a string. Used by :mod:`trainjob.api.optimization_validation` (no unknown placeholder, the
+filled template valid) and by :mod:`trainjob.optimizer.template` (a trial's TrainJob).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def substitute(value: Any, values: Mapping[str, str], model: Any = None) -> Any:
     is left as written). ``model``: the type ``value`` is going into (a pydantic model class, or
     an annotation such as ``list[EnvVar]``), for the type of a whole-value placeholder."""
     if isinstance(value, str):
-        whole = PLACEHOLDER.fullmatch(value.strip())
+        whole = PLACEHOLDER.fullmatch(value)
         if whole and whole.group(1) in values:
             return _typed(values[whole.group(1)], model)
         return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), value)
@@ -125,20 +127,10 @@ def _item_type(model: Any) -> Any:
 
 
 def _typed(text: str, model: Any) -> Any:
-    """``text`` as the field takes it: a number, a boolean, or the text."""
+    """``text`` as the field takes it. Only an int-or-string field can hold a placeholder and
+    need a number (a field that takes only a number refuses the placeholder's string when the
+    template is parsed, as the apiserver does): an integer there is the number."""
     kinds = set(_members(model))
-    if str in kinds or not kinds - {None}:
-        if int in kinds and _INTEGER.match(text):
-            return int(text)  # int-or-string (numProcPerNode, a quantity): the number
-        return text
-    if bool in kinds and text in ("true", "false"):
-        return text == "true"
-    try:
-        if int in kinds:
-            number = float(text)
-            return int(number) if number.is_integer() else text
-        if float in kinds:
-            return float(text)
-    except ValueError:
-        pass
+    if int in kinds and str in kinds and _INTEGER.match(text):
+        return int(text)
     return text

@@ -101,7 +101,8 @@ class Trial:
 class Decision:
     """What to do now: trials to create (index, parameters), trials to stop (name, message),
     whether the sweep is over and with which condition ``(type, reason, message)``, and the best
-    trial so far (known as soon as one completed)."""
+    trial so far (known as soon as one completed). A trial asked to stop is named again by the
+    next decisions until it is listed as Stopped: stopping must be idempotent."""
 
     create: tuple[tuple[int, Mapping[str, str]], ...] = ()
     stop: tuple[tuple[str, str], ...] = ()
@@ -192,7 +193,6 @@ def _optuna() -> Any:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    optuna.logging.disable_default_handler()
     return optuna
 
 
@@ -338,8 +338,18 @@ def _to_stop(spec: OptimizationJobSpec, trials: Sequence[Trial]) -> list[tuple[s
     min_trials = 3 if median.min_trials is None else median.min_trials
     start_step = 1 if median.start_step is None else median.start_step
     pruner = optuna.pruners.MedianPruner(n_startup_trials=min_trials, n_warmup_steps=start_step)
-    study = _study(spec, trials)
     completed = [t for t in trials if _completed(t)]
+    # The pruner reads the completed trials' values step by step, not their parameters.
+    direction = (spec.objectives[0].direction or "Minimize").lower()
+    study = optuna.create_study(direction=direction)
+    for t in completed:
+        study.add_trial(
+            optuna.trial.create_trial(
+                state=optuna.trial.TrialState.COMPLETE,
+                value=t.objective,
+                intermediate_values=dict(t.history),
+            )
+        )
     metric = spec.objectives[0].metric
     maximize = spec.objectives[0].direction == MAXIMIZE
     out = []

@@ -437,3 +437,13 @@ def test_sample_values_are_each_parameters_ends() -> None:
     job = parse_optimization_job(doc)
     assert sample_values(job.spec.parameters) == {"lr": "1", "opt": "sgd"}
     assert sample_values(job.spec.parameters, high=True) == {"lr": "8", "opt": "adam"}
+
+
+def test_a_bad_range_is_not_also_reported_through_the_template_it_fills() -> None:
+    doc = base()
+    doc["spec"]["parameters"][0]["searchSpace"] = {"uniform": {"min": "x", "max": "1"}}
+    doc["spec"]["trainJobTemplate"]["spec"]["initializer"] = {"model": {"storageUri": "{{.lr}}"}}
+    assert errors_of(doc) == [
+        'spec.parameters[0].searchSpace.uniform.min: Invalid value: "x": should match '
+        "'^-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?$'"
+    ]

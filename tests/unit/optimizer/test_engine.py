@@ -377,3 +377,27 @@ def test_the_engine_writes_nothing_to_stderr_or_the_log(
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
     assert [r for r in caplog.records if r.name.startswith("optuna")] == []
+
+
+def test_optuna_is_imported_only_when_the_engine_is_asked() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from trainjob.api import optimization, load\n"
+        "from trainjob.optimizer import engine, status, template\n"
+        "assert 'optuna' not in sys.modules, 'imported'\n"
+        "from tests.unit.optimizer.builders import sweep\n"
+        "engine.decide(sweep().spec, [])\n"
+        "assert 'optuna' in sys.modules\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_median_stopping_counts_completed_trials_whose_parameters_are_unknown() -> None:
+    # A trial whose parameters annotation was lost still completed: its curve is the median's.
+    lost = [Trial(f"sweep-{i}", i, {}, "Succeeded", h[-1][1], h) for i, h in CURVES.items()]
+    bad = trial(3, history=((1, 1.5),))
+    assert [name for name, _ in decide(median_job().spec, [*lost, bad]).stop] == ["sweep-3"]
