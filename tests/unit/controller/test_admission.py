@@ -113,6 +113,31 @@ def test_update_keeps_the_time_of_an_unchanged_patch_and_stamps_a_changed_one() 
     assert [p["time"] for p in op["value"]] == [EARLIER, NOW]
 
 
+def test_update_stamps_a_changed_patch_whatever_time_the_client_sent() -> None:
+    """Upstream's defaulter (pkg/webhooks/trainjob_webhook.go): on update a patch whose content
+    changed gets the admission time even when the client sent one (a client that edits a patch
+    and keeps its old ``time`` would otherwise hide the change from whoever orders patches by
+    time); an unchanged one gets the old object's time, whatever the client sent; a new manager's
+    keeps the client's."""
+    old = trainjob(
+        runtimePatches=[
+            patch("a.io/x", "sa", EARLIER),
+            patch("b.io/y", "sb", EARLIER),
+            patch("c.io/z", "sc"),
+        ]
+    )
+    new = trainjob(
+        runtimePatches=[
+            patch("a.io/x", "CHANGED", EARLIER),
+            patch("b.io/y", "sb", "2026-02-02T00:00:00Z"),
+            patch("c.io/z", "sc", "2026-02-02T00:00:00Z"),
+            patch("d.io/w", "sd", "2026-02-02T00:00:00Z"),
+        ]
+    )
+    (op,) = mutate(new, old)
+    assert [p.get("time") for p in op["value"]] == [NOW, EARLIER, None, "2026-02-02T00:00:00Z"]
+
+
 def test_legacy_fields_become_runtime_patches_and_are_removed() -> None:
     obj = trainjob(
         labels={"team": "a"},
