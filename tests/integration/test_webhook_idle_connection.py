@@ -84,7 +84,9 @@ def _review(sock: ssl.SSLSocket, uid: str) -> dict[str, Any]:
     lines = head_bytes.decode("latin-1").split("\r\n")
     assert lines[0].startswith("HTTP/1.1 200"), lines[0]
     length = next(
-        int(v) for k, _, v in (ln.partition(":") for ln in lines[1:]) if k.lower() == "content-length"
+        int(v)
+        for k, _, v in (ln.partition(":") for ln in lines[1:])
+        if k.lower() == "content-length"
     )
     while len(rest) < length:
         chunk = sock.recv(65536)

@@ -283,6 +283,23 @@ def test_a_missing_file_is_one_kubectl_line(capsys: pytest.CaptureFixture[str]) 
     assert (code, out, err) == (1, "", 'error: the path "no/such.yaml" does not exist\n')
 
 
+@pytest.mark.parametrize("command", ["plan", "run", "apply", "delete"])
+def test_an_empty_file_argument_is_kubectls_missing_path_not_the_current_directory(
+    command: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``-f ''`` was ``Path("")``, the current directory: every manifest there was read (and
+    ``run`` ran them). kubectl says the path does not exist; so does trainjob, storing nothing."""
+    monkeypatch.setenv("TRAINJOB_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "job.yaml", trainjob_yaml())
+    code, out, err = run([command, "-f", ""], capsys)
+    assert (code, out, err) == (1, "", 'error: the path "" does not exist\n')
+    assert not (tmp_path / "home" / "jobs").exists()
+
+
 def test_an_invalid_runtime_is_reported_once_and_its_trainjobs_are_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

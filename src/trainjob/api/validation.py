@@ -33,7 +33,7 @@ __all__ = [
     "validate_trainjob",
 ]
 
-RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+RFC1035_LABEL = meta.DNS1035_LABEL
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 QUALIFIED_PATH = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

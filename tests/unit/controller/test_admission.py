@@ -216,6 +216,50 @@ def test_an_ancestor_job_with_two_replicas_is_denied_with_upstreams_message() ->
     ]
 
 
+def test_a_replicated_job_name_that_is_no_dns1035_label_is_denied() -> None:
+    """JobSet names each Job ``<jobset>-<replicatedJob>-<index>`` and refuses one that is no
+    DNS-1035 label; the runtime webhook refuses the runtime, so no TrainJob is made for it."""
+    obj = runtime()
+    obj["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "Node_1"
+    verdict = hooks.validate_training_runtime({"operation": "CREATE", "object": obj})
+    assert not verdict.allowed and verdict.status is not None
+    assert verdict.status["message"] == (
+        'spec.template.spec.replicatedJobs[0].name: Invalid value: "Node_1": a DNS-1035 label '
+        "must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+        "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex "
+        "used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    )
+    obj["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "n" * 64
+    verdict = hooks.validate_training_runtime({"operation": "CREATE", "object": obj})
+    assert not verdict.allowed and verdict.status is not None
+    assert verdict.status["message"] == (
+        f'spec.template.spec.replicatedJobs[0].name: Invalid value: "{"n" * 64}": '
+        "must be no more than 63 characters"
+    )
+
+
+def test_a_trainjob_whose_pod_names_would_pass_63_characters_is_denied() -> None:
+    """A TrainJob name of 50 characters is valid alone, but JobSet's pods
+    ``<name>-node-0-0-<5 random>`` would be 65: JobSet would refuse the JobSet at every
+    reconcile, so the TrainJob webhook refuses the TrainJob (as plan and the local backend do)."""
+    rt = runtime()
+    with_cache = admission.Admission(
+        cast(Client, None), clock=lambda: NOW, cached_runtime=lambda *_: rt
+    )
+    tj = trainjob()
+    tj["spec"]["runtimeRef"] = {"name": "rt", "kind": "TrainingRuntime"}
+    tj["metadata"]["name"] = "n" * 50
+    verdict = with_cache.validate_trainjob({"operation": "CREATE", "object": tj})
+    assert not verdict.allowed and verdict.status is not None
+    assert verdict.status["message"] == (
+        f'metadata.name: Invalid value: "{"n" * 50}": JobSet name is too long, pod names '
+        'generated for this JobSet will exceed 63 characters (replicatedJob "node": pod '
+        f'"{"n" * 50}-node-0-0-xxxxx", 65 characters): shorten the TrainJob\'s name'
+    )
+    tj["metadata"]["name"] = "n" * 48
+    assert with_cache.validate_trainjob({"operation": "CREATE", "object": tj}).allowed
+
+
 @pytest.mark.parametrize(
     ("kind", "operation", "warned"),
     [
