@@ -5,11 +5,15 @@ it is tested on the real apiserver in tests/integration/test_webhooks.py.)"""
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from typing import Any, cast
 
 import pytest
 
+from trainjob.api import validation
+from trainjob.api.load import parse
+from trainjob.api.trainer import TrainJob
 from trainjob.controller.webhooks import admission
 from trainjob.controller.webhooks.serving import configurations
 from trainjob.errors import FieldError
@@ -258,6 +262,32 @@ def test_a_trainjob_whose_pod_names_would_pass_63_characters_is_denied() -> None
     )
     tj["metadata"]["name"] = "n" * 48
     assert with_cache.validate_trainjob({"operation": "CREATE", "object": tj}).allowed
+
+
+def test_num_nodes_zero_is_admitted_with_a_warning() -> None:
+    """``numNodes: 0`` is valid (upstream's CRD minimum is 0 since kubeflow/trainer#3809, and its
+    webhook test admits it) but trains nothing: the webhook admits it and says so, on create and
+    when an update sets it, not on every later update."""
+    rt = runtime()
+    hooks_ = admission.Admission(
+        cast(Client, None), clock=lambda: NOW, cached_runtime=lambda *_: rt
+    )
+    tj = trainjob(trainer={"numNodes": 0})
+    tj["spec"]["runtimeRef"] = {"name": "rt", "kind": "TrainingRuntime"}
+    verdict = hooks_.validate_trainjob({"operation": "CREATE", "object": tj})
+    assert verdict.allowed
+    assert verdict.warnings == [
+        "spec.trainer.numNodes: 0 gives the trainer job no pods (parallelism 0), so the TrainJob "
+        "completes without training: set numNodes to 1 or more to train (the local backend "
+        "refuses 0)"
+    ]
+    one = copy.deepcopy(tj)
+    one["spec"]["trainer"]["numNodes"] = 1
+    assert hooks_.validate_trainjob({"operation": "CREATE", "object": one}).warnings == []
+    zero_model, one_model = parse(tj), parse(one)
+    assert isinstance(zero_model, TrainJob) and isinstance(one_model, TrainJob)
+    assert validation.trainjob_warnings(zero_model, one_model) == verdict.warnings
+    assert validation.trainjob_warnings(zero_model, zero_model) == []
 
 
 @pytest.mark.parametrize(

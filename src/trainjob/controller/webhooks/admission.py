@@ -271,6 +271,7 @@ class Admission:
                 "removed in a future release of Kubeflow Trainer. See runtime deprecation policy: "
                 f"{c.RUNTIME_DEPRECATION_POLICY_URL}"
             )
+        warnings.extend(validation.trainjob_warnings(new, old))
         field_errors = compile_validate(
             new, runtime, old, priority_class_error=self._priority_class_error
         )
