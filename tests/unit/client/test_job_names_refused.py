@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from trainjob.client.config import LocalProcessBackendConfig
 from trainjob.client.options import Name
 from trainjob.errors import InvalidError
 
-RUNTIME = {
+RUNTIME: dict[str, Any] = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",
     "kind": "TrainingRuntime",
     "metadata": {"name": "plain", "namespace": "default"},
