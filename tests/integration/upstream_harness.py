@@ -192,6 +192,20 @@ def configuration(
 
 
 STATUS_GATE = "TrainJobStatus"
+STATUS_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+"""Where upstream's status server reads its certificate: a fixed path (``pkg/util/cert``'s
+``certDir``), not under ``TMPDIR`` as its webhook server's."""
+
+
+def _status_server_certs(cert: bytes, key: bytes) -> None:
+    """A certificate for upstream's status server, unless one is there (another run's serves as
+    well: no pod calls the server in these tests, it only has to start)."""
+    STATUS_CERT_DIR.mkdir(parents=True, exist_ok=True)
+    if not (STATUS_CERT_DIR / "tls.crt").exists() or not (STATUS_CERT_DIR / "tls.key").exists():
+        (STATUS_CERT_DIR / "tls.key").write_bytes(key)
+        (STATUS_CERT_DIR / "tls.crt").write_bytes(cert)
+
+
 OPERATOR_NAMESPACE = "kubeflow-system"  # cert.GetOperatorNamespace() outside a pod
 
 
@@ -379,6 +393,7 @@ def start(
     }
     if status:
         publish_ca(kube, b, bundle.ca_cert)
+        _status_server_certs(bundle.cert, bundle.key)
     for attempt in range(1, PORT_ATTEMPTS + 1):
         up = _launch(b, kube, workdir, env, extra_args or [], attempt, status)
         try:
