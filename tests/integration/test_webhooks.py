@@ -169,6 +169,49 @@ def test_the_mutating_webhook_stamps_patches_and_translates_legacy_fields(
     assert updated["spec"]["runtimePatches"] == before
 
 
+def test_a_changed_runtime_patch_gets_the_admission_time_whatever_time_the_client_sent(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    """Upstream's defaulter: on update, a manager's patch whose content changed is stamped with
+    the admission time even when the client kept (or set) another; an unchanged one keeps the
+    stored time whatever the client sent."""
+    earlier = "2020-01-01T00:00:00Z"
+
+    def patch(manager: str, sa: str) -> Obj:
+        return {
+            "manager": manager,
+            "time": earlier,
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {
+                                    "spec": {"template": {"spec": {"serviceAccountName": sa}}}
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+
+    obj = trainjob(
+        "stamped",
+        namespace,
+        suspend=True,
+        runtimePatches=[patch("a.io/x", "a"), patch("b.io/y", "b")],
+    )
+    created = kube.create(r.TRAINJOBS, obj)
+    assert [p["time"] for p in created["spec"]["runtimePatches"]] == [earlier, earlier]
+    changed = [patch("a.io/x", "CHANGED"), {**patch("b.io/y", "b"), "time": "2021-01-01T00:00:00Z"}]
+    updated = kube.patch(r.TRAINJOBS, "stamped", {"spec": {"runtimePatches": changed}}, namespace)
+    times = [p["time"] for p in updated["spec"]["runtimePatches"]]
+    assert times[0] != earlier, "the changed patch kept the client's time"
+    assert times[1] == earlier, "the unchanged patch took the client's time, not the stored one"
+
+
 WEBHOOK_CALLS = "apiserver_admission_webhook_admission_duration_seconds_count{"
 
 
