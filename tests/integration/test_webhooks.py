@@ -177,7 +177,7 @@ def test_a_changed_runtime_patch_gets_the_admission_time_whatever_time_the_clien
     stored time whatever the client sent."""
     earlier = "2020-01-01T00:00:00Z"
 
-    def patch(manager: str, sa: str) -> Obj:
+    def patch(manager: str, pool: str) -> Obj:
         return {
             "manager": manager,
             "time": earlier,
@@ -188,7 +188,7 @@ def test_a_changed_runtime_patch_gets_the_admission_time_whatever_time_the_clien
                             {
                                 "name": "node",
                                 "template": {
-                                    "spec": {"template": {"spec": {"serviceAccountName": sa}}}
+                                    "spec": {"template": {"spec": {"nodeSelector": {"pool": pool}}}}
                                 },
                             }
                         ]
