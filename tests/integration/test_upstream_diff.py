@@ -23,7 +23,6 @@ Needs Go (the build: ``hack/build-upstream-controller.sh``, cached by version).
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import os
 import re
@@ -43,7 +42,6 @@ from tests.integration.oracle import compare, corpus
 from tests.integration.oracle.run import Api, Phase, delete_cluster_runtimes, install
 
 from trainjob.api.trainer import TrainJob
-from trainjob.core import trainerstatus
 from trainjob.kube import Client
 from trainjob.runtime.plugins import flux
 
@@ -53,7 +51,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-TRAINER_API = "/apis/trainer.kubeflow.org/v1alpha1"
 Obj = dict[str, Any]
 
 
@@ -167,53 +164,6 @@ DELIBERATE: dict[str, Deliberate] = {
 }
 
 
-# With progress reports on, every trainer pod template differs the same way: how each controller
-# tells a trainer where its status server is and which CA to trust. Normalised away on both sides
-# (everything else of the env, the projected token and the mount still compares), for this reason.
-STATUS_SERVER = (
-    "each controller's KUBEFLOW_TRAINER_SERVER_URL names its own Service; upstream's trainer "
-    "pods read the CA from a ConfigMap <trainjob>-tls-config it writes per TrainJob, trainjob's "
-    "from an annotation of the pod template through the downward API (one write less per "
-    "TrainJob: docs/controller-install.md, Resources)"
-)
-URL_HOST = re.compile(r"^https://[^/]+")
-
-
-def normalise_status_server(outcome: Obj) -> Obj:
-    """``outcome`` (:meth:`compare.Outcome.as_obj`) without :data:`STATUS_SERVER`'s differences:
-    the URL's host, the CA's source in the token volume, trainjob's CA annotation, upstream's
-    ``-tls-config`` ConfigMaps."""
-    out = copy.deepcopy(outcome)
-    objects: Obj = out["objects"]
-    for key in [k for k in objects if k.startswith("ConfigMap/") and k.endswith("-tls-config")]:
-        del objects[key]
-    for key, obj in objects.items():
-        if key.startswith("JobSet/"):
-            for rjob in (obj.get("spec") or {}).get("replicatedJobs") or ():
-                _normalise_pod(((rjob.get("template") or {}).get("spec") or {}).get("template"))
-    return out
-
-
-def _normalise_pod(pod: Obj | None) -> None:
-    if not pod:
-        return
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    annotations.pop(trainerstatus.CA_ANNOTATION, None)
-    if "annotations" in (pod.get("metadata") or {}) and not annotations:
-        del pod["metadata"]["annotations"]
-    spec = pod.get("spec") or {}
-    for ctr in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        for env in ctr.get("env") or ():
-            if env.get("name") == trainerstatus.ENV_SERVER_URL and "value" in env:
-                env["value"] = URL_HOST.sub("https://<status server>", env["value"])
-    for vol in spec.get("volumes") or ():
-        if vol.get("name") == trainerstatus.TOKEN_VOLUME:
-            sources = (vol.get("projected") or {}).get("sources") or []
-            vol["projected"]["sources"] = [
-                src if "serviceAccountToken" in src else "<status server CA>" for src in sources
-            ]
-
-
 # -- the private control plane -------------------------------------------------------------------
 @dataclass
 class Plane:
@@ -255,7 +205,7 @@ def plane(control_plane: ControlPlane, upstream: upstream_harness.Build) -> Iter
             shutil.rmtree(state, ignore_errors=True)
 
 
-def check_flux_curves(plane: Plane, upstream: upstream_harness.Build, prefix: str) -> list[str]:
+def check_flux_curves(plane: Plane, upstream: upstream_harness.Build) -> list[str]:
     """Upstream's Flux CURVE certificates, byte for byte, are what trainjob derives from the same
     TrainJob uid (the differential table compares them with the keys normalised away)."""
     api = Api.from_env_json(plane.env_json)
@@ -267,7 +217,7 @@ def check_flux_curves(plane: Plane, upstream: upstream_harness.Build, prefix: st
         errors, checked = [], 0
         for secret in api.items("/api/v1/secrets"):
             meta = secret["metadata"]
-            if not meta["namespace"].startswith(f"diff-{prefix}-") or not meta["name"].endswith(
+            if not meta["namespace"].startswith("diff-u-") or not meta["name"].endswith(
                 "-flux-curve"
             ):
                 continue
@@ -300,15 +250,8 @@ def path_matches(path: str, pattern: str) -> bool:
     return re.fullmatch(".*".join(re.escape(p) for p in pattern.split("*")), path) is not None
 
 
-def classify(
-    case: corpus.Case, u: compare.Outcome, t: compare.Outcome, status: bool = False
-) -> Row:
-    """``status``: the run with progress reports on, where :data:`STATUS_SERVER`'s differences
-    of every trainer pod template are normalised away first."""
-    uo, to = u.as_obj(), t.as_obj()
-    if status:
-        uo, to = normalise_status_server(uo), normalise_status_server(to)
-    lines = compare.diff(uo, to)
+def classify(case: corpus.Case, u: compare.Outcome, t: compare.Outcome) -> Row:
+    lines = compare.diff(u.as_obj(), t.as_obj())
     listed = DELIBERATE.get(case.name)
     if not lines:
         if listed is not None:
@@ -347,36 +290,14 @@ def table(rows: list[Row]) -> str:
 def test_trainjob_does_what_upstream_does(
     plane: Plane, upstream: upstream_harness.Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Upstream with its ``TrainJobStatus`` gate off (its default), trainjob with its status
-    server off to match."""
-    differential(plane, upstream, capsys, status=False)
-
-
-def test_trainjob_does_what_upstream_does_with_progress_reports_on(
-    plane: Plane, upstream: upstream_harness.Build, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Upstream with its ``TrainJobStatus`` gate on, trainjob as it ships (status server on):
-    the same table, with :data:`STATUS_SERVER` explaining what every trainer pod template
-    differs by."""
-    differential(plane, upstream, capsys, status=True)
-
-
-def differential(
-    plane: Plane,
-    upstream: upstream_harness.Build,
-    capsys: pytest.CaptureFixture[str],
-    *,
-    status: bool,
-) -> None:
     cases = corpus.all_cases(upstream.module)
     builtins = corpus.upstream_runtimes(upstream.module)
     api = Api.from_env_json(plane.env_json)
     kube = Client.from_config(str(plane.kubeconfig))
-    u_prefix, t_prefix = ("us", "ts") if status else ("u", "t")
     try:
         # Phase 1: upstream.
         upstream_harness.swap_crds(kube, upstream.crds)
-        up = upstream_harness.start(upstream, plane.kubeconfig, kube, status=status)
+        up = upstream_harness.start(upstream, plane.kubeconfig, kube)
         try:
             wait_for(
                 lambda: upstream_harness.webhooks_effective(kube),
@@ -384,7 +305,7 @@ def differential(
                 what="upstream's webhooks",
             )
             installed_u = install(api, builtins)
-            outcomes_u = Phase(api, cases, u_prefix).run()
+            outcomes_u = Phase(api, cases, "u").run()
             assert up.alive(), f"upstream controller exited; log:\n{up.log()[-6000:]}"
         finally:
             up.stop()
@@ -392,9 +313,9 @@ def differential(
 
         # Phase 2: trainjob.
         upstream_harness.swap_crds(kube, sorted((REPO / "manifests" / "crds").glob("*.yaml")))
-        # gate off: the status server off too (on, trainjob adds upstream's env, projected
-        # volume and its CA to each trainer pod template)
-        ctl = start_controller(plane, *(() if status else ("--no-status-server",)))
+        # with the status server off, as upstream's TrainJobStatus feature gate is by default
+        # (on, trainjob adds upstream's env, projected volume and CA ConfigMap to each job)
+        ctl = start_controller(plane, "--no-status-server")
         try:
             wait_for(
                 lambda: upstream_harness.webhooks_effective(kube),
@@ -402,31 +323,22 @@ def differential(
                 what="trainjob's webhooks",
             )
             installed_t = install(api, builtins)
-            outcomes_t = Phase(api, cases, t_prefix).run()
+            outcomes_t = Phase(api, cases, "t").run()
             assert ctl.proc.poll() is None, f"trainjob controller exited; log:\n{ctl.log()[-6000:]}"
         finally:
             ctl.stop()
-        delete_cluster_runtimes(api)
-        # so that the module's next run's controllers find no TrainJobs of this one to reconcile
-        for prefix in (u_prefix, t_prefix):
-            for i in range(len(cases)):
-                api.call(
-                    "DELETE",
-                    f"{TRAINER_API}/namespaces/{Phase(api, cases, prefix).namespace(i)}/trainjobs",
-                )
     finally:
         api.close()
         kube.close()
 
-    curve_errors = check_flux_curves(plane, upstream, u_prefix)
+    curve_errors = check_flux_curves(plane, upstream)
     builtin_diff = compare.diff(
         [a.as_obj() for a in installed_u], [a.as_obj() for a in installed_t]
     )
-    rows = [classify(c, outcomes_u[c.name], outcomes_t[c.name], status) for c in cases]
+    rows = [classify(c, outcomes_u[c.name], outcomes_t[c.name]) for c in cases]
     report = table(rows)
-    table_file = os.environ.get("TRAINJOB_DIFF_TABLE")
-    if table_file:
-        Path(table_file + (".status" if status else "")).write_text(
+    if os.environ.get("TRAINJOB_DIFF_TABLE"):
+        Path(os.environ["TRAINJOB_DIFF_TABLE"]).write_text(
             report
             + "\n\n"
             + json.dumps(
@@ -441,10 +353,9 @@ def differential(
                 sort_keys=True,
             )
         )  # fmt: skip
-    gate = "on" if status else "off"
     with capsys.disabled():
         print("\n\ndifferential test: upstream trainer-controller-manager "
-              f"{upstream_harness.VERSION} (TrainJobStatus {gate}) vs trainjob\n{report}\n")  # fmt: skip
+              f"{upstream_harness.VERSION} vs trainjob\n{report}\n")  # fmt: skip
     bad = [r for r in rows if r.verdict in ("DIFFERENT", "STALE")]
     assert curve_errors == [], "Flux CURVE certificates differ from upstream's for the same uid"
     assert builtin_diff == [], f"installing upstream's built-in runtimes differs: {builtin_diff}"

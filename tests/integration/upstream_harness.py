@@ -165,18 +165,9 @@ def webhook_configurations(b: Build, url_base: str, ca_bundle: bytes) -> list[Ob
     return out
 
 
-def configuration(
-    b: Build,
-    *,
-    webhook_port: int,
-    health_port: int,
-    metrics_port: int,
-    status_port: int | None = None,
-) -> Obj:
+def configuration(b: Build, *, webhook_port: int, health_port: int, metrics_port: int) -> Obj:
     """Upstream's shipped Configuration, with loopback ports, no leader election and no cert
-    management (everything else, e.g. ``TrainJob`` concurrency 5 and QPS 50/burst 100, as shipped).
-    With ``status_port``, the ``TrainJobStatus`` feature gate is on and its status server listens
-    there (the shipped 10443 otherwise)."""
+    management (everything else, e.g. ``TrainJob`` concurrency 5 and QPS 50/burst 100, as shipped)."""
     cfg: Obj = yaml.safe_load(
         (b.module / "manifests/base/manager/controller_manager_config.yaml").read_text()
     )
@@ -185,52 +176,7 @@ def configuration(
     cfg["webhook"] = {"port": webhook_port, "host": "127.0.0.1"}
     cfg["leaderElection"]["leaderElect"] = False
     cfg["certManagement"]["enable"] = False
-    if status_port is not None:
-        cfg["featureGates"] = {STATUS_GATE: True}
-        cfg["statusServer"]["port"] = status_port
     return cfg
-
-
-STATUS_GATE = "TrainJobStatus"
-STATUS_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
-"""Where upstream's status server reads its certificate: a fixed path (``pkg/util/cert``'s
-``certDir``), not under ``TMPDIR`` as its webhook server's."""
-
-
-def _status_server_certs(cert: bytes, key: bytes) -> None:
-    """A certificate for upstream's status server, unless one is there (another run's serves as
-    well: no pod calls the server in these tests, it only has to start)."""
-    STATUS_CERT_DIR.mkdir(parents=True, exist_ok=True)
-    if not (STATUS_CERT_DIR / "tls.crt").exists() or not (STATUS_CERT_DIR / "tls.key").exists():
-        (STATUS_CERT_DIR / "tls.key").write_bytes(key)
-        (STATUS_CERT_DIR / "tls.crt").write_bytes(cert)
-
-
-OPERATOR_NAMESPACE = "kubeflow-system"  # cert.GetOperatorNamespace() outside a pod
-
-
-def publish_ca(kube: Client, b: Build, ca_cert: bytes) -> None:
-    """The webhook Secret upstream's gate-on TrainJobStatus plugin copies ``ca.crt`` from into
-    each TrainJob's ``<name>-tls-config`` ConfigMap (its cert management, off here, would make it)."""
-    cfg = yaml.safe_load(
-        (b.module / "manifests/base/manager/controller_manager_config.yaml").read_text()
-    )
-    kube.apply(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}},
-        field_manager="trainjob-tests",
-    )
-    kube.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {
-                "name": cfg["certManagement"]["webhookSecretName"],
-                "namespace": OPERATOR_NAMESPACE,
-            },
-            "data": {"ca.crt": base64.b64encode(ca_cert).decode()},
-        },
-        field_manager="trainjob-tests",
-    )
 
 
 @dataclass
@@ -340,21 +286,14 @@ PORT_ATTEMPTS = 4
 
 
 def _launch(
-    b: Build,
-    kube: Client,
-    workdir: Path,
-    env: dict[str, str],
-    extra: list[str],
-    attempt: int,
-    status: bool = False,
+    b: Build, kube: Client, workdir: Path, env: dict[str, str], extra: list[str], attempt: int
 ) -> Upstream:
     """Start the binary once, on fresh ports (its log: ``controller.log``, a try's own after
     the first)."""
-    webhook_port, health_port, metrics_port, status_port = free_ports(4)
+    webhook_port, health_port, metrics_port = free_ports(3)
     ports = {"webhook_port": webhook_port, "health_port": health_port, "metrics_port": metrics_port}
     cfg_path = workdir / "config.yaml"
-    cfg = configuration(b, **ports, status_port=status_port if status else None)
-    cfg_path.write_text(yaml.safe_dump(cfg))
+    cfg_path.write_text(yaml.safe_dump(configuration(b, **ports)))
     log_path = workdir / ("controller.log" if attempt == 1 else f"controller-{attempt}.log")
     proc = subprocess.Popen(
         [str(b.binary), "--config", str(cfg_path), "--zap-log-level", "info", *extra],
@@ -374,11 +313,8 @@ def start(
     webhooks: bool = True,
     ready_timeout: float = 90,
     extra_args: list[str] | None = None,
-    status: bool = False,
 ) -> Upstream:
-    """Start upstream's controller against ``kubeconfig``; wait until its webhooks answer.
-    ``status``: with its ``TrainJobStatus`` feature gate on (its status server, and the env,
-    projected token and CA ConfigMap it gives trainer pods; the CA is this run's)."""
+    """Start upstream's controller against ``kubeconfig``; wait until its webhooks answer."""
     workdir = Path(tempfile.mkdtemp(prefix="trainjob-upstream-"))
     certdir = workdir / "tmp" / "k8s-webhook-server" / "serving-certs"
     certdir.mkdir(parents=True)
@@ -391,11 +327,8 @@ def start(
         "KUBECONFIG": str(kubeconfig),
         "TMPDIR": str(workdir / "tmp"),
     }
-    if status:
-        publish_ca(kube, b, bundle.ca_cert)
-        _status_server_certs(bundle.cert, bundle.key)
     for attempt in range(1, PORT_ATTEMPTS + 1):
-        up = _launch(b, kube, workdir, env, extra_args or [], attempt, status)
+        up = _launch(b, kube, workdir, env, extra_args or [], attempt)
         try:
             deadline = time.monotonic() + ready_timeout
             while not (up.ready() and up.webhooks_serving()):
