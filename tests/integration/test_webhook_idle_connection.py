@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from trainjob import catalog, certs
-from trainjob.controller import http
 from trainjob.controller.webhooks.admission import PATH_VALIDATE_CLUSTER_TRAINING_RUNTIME as PATH
 from trainjob.controller.webhooks.serving import Options, WebhookServer
+from trainjob.executor import catalog
+from trainjob.kube import certs, http
 
 APISERVER_IDLE = 90.0  # Go's http.DefaultTransport IdleConnTimeout, which client-go keeps
 IDLE = 95.0

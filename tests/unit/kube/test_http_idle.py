@@ -1,4 +1,4 @@
-"""An idle kept-alive connection outlives the apiserver's idle timeout for it (issue 28).
+"""An idle kept-alive connection outlives the apiserver's idle timeout for it (issue 28; on ``trainjob.kube.http``).
 
 The apiserver's webhook client keeps an idle connection 90 s (Go's ``IdleConnTimeout``, kept
 by client-go) and reuses it; the server must not close one sooner. The call on a connection
@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import time
 
-from trainjob.controller import http
+from trainjob.kube import http
 
 APISERVER_IDLE_CONN_TIMEOUT = 90.0
 
