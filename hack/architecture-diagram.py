@@ -8,12 +8,15 @@ The boxes and arrows in this file are the diagram's source: change them here, ru
 
 from __future__ import annotations
 
+import configparser
 import sys
+import textwrap
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-OUT = Path(__file__).resolve().parent.parent / "docs" / "architecture.svg"
-W, H = 1100, 900
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "architecture.svg"
+W, H = 1100, 920
 
 BLUE, YELLOW, GREEN, RED, GREY, VIOLET = (
     "#e8f0fe",
@@ -170,11 +173,27 @@ ARROWS = [
     ("sweeps", "model", "trials", "t:0.2", "b:0.85", False),
 ]
 
-LAYERS = [
-    "Layers (.importlinter): cli > client | dashboard > local | cluster | controller > optimizer",
-    "> executor > runtime | kube > api > core;  local/: client > job > state;  what runs inside a",
-    "pod (trainers/, initializers/) imports no backend, controller, client, CLI or compiler",
-]
+
+def _layers_of(contract: str) -> str:
+    """A layers contract of .importlinter as the page writes it: ``cli > client | dashboard > ...``."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    layers = config[f"importlinter:contract:{contract}"]["layers"].split("\n")
+    return " > ".join(
+        " | ".join(p.strip().removeprefix("trainjob.") for p in layer.split("|"))
+        for layer in layers
+        if layer.strip()
+    )
+
+
+# the layers are read from .importlinter, so the picture goes stale (and its test fails) when they
+# change
+LAYERS = textwrap.wrap(
+    f"Layers (.importlinter): {_layers_of('layers')};  local/: {_layers_of('local-rooms')};  "
+    "what runs inside a pod (trainers/, initializers/) imports no backend, controller, client, "
+    "CLI or compiler",
+    width=92,
+)
 
 
 def _box(b: tuple[str, int, int, int, int, str, list[str], str]) -> str:

@@ -82,3 +82,18 @@ def test_every_dotted_trainjob_name_the_page_names_exists() -> None:
         else:
             missing.append(name)
     assert missing == [], f"docs/architecture.md names what trainjob does not have: {missing}"
+
+
+def test_the_page_quotes_the_layers_contract() -> None:
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    layers = config["importlinter:contract:layers"]["layers"].split("\n")
+    line = " > ".join(
+        " | ".join(part.strip().removeprefix("trainjob.") for part in layer.split("|"))
+        for layer in layers
+        if layer.strip()
+    )
+    assert line.startswith("cli > ") and line.endswith(" > core")
+    assert f"```\n{line}\n```" in PAGE.read_text(), f"docs/architecture.md's layers are not {line}"
