@@ -150,10 +150,15 @@ def store_sweep(
     job = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "OptimizationJob",
-        "metadata": {"name": name, "namespace": namespace, "uid": uid, "creationTimestamp": created},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "creationTimestamp": created,
+        },
         "spec": spec,
     }
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, (params, objective, phase) in enumerate(trials):
         trial = f"{name}-{i}"
         assigned = [{"name": k, "value": v} for k, v in params.items()]

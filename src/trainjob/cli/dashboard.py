@@ -41,7 +41,9 @@ def dashboard(
     from trainjob.cli.sweeps import sweep_executor
     from trainjob.dashboard.server import serve
 
-    serve(executor, sweeps=sweep_executor, host=host, port=port, open_browser=open_browser, say=_say)
+    serve(
+        executor, sweeps=sweep_executor, host=host, port=port, open_browser=open_browser, say=_say
+    )
 
 
 def _say(line: str) -> None:

@@ -73,7 +73,10 @@ def test_a_sweeps_page_data(client: TestClient) -> None:
         {"name": "lr", "kind": "logUniform", "type": "Float", "min": "1e-3", "max": "0.1"},
         {"name": "optimizer", "kind": "categorical", "choices": ["sgd", "adam"]},
     ]
-    assert s["result"] == {"trainJobName": "tune-1", "parameters": {"lr": "0.01", "optimizer": "adam"}}
+    assert s["result"] == {
+        "trainJobName": "tune-1",
+        "parameters": {"lr": "0.01", "optimizer": "adam"},
+    }
     assert [(t["name"], t["best"]) for t in s["trialList"]] == [
         ("tune-0", False),
         ("tune-1", True),

@@ -54,7 +54,7 @@
       h("td", { class: "num objective", title: t.objective }, t.objective === null ? "" : TJ.number(t.objective)),
       h("td", { class: "msg" }, t.reason)));
     TJ.fill(sections.trials, s.trialList.length
-      ? h("table", { class: "trials", id: "trials" }, h("thead", {}, head), h("tbody", {}, rows))
+      ? h("table", { class: "trials" }, h("thead", {}, head), h("tbody", {}, rows))
       : h("p", { class: "muted" }, "No trials yet."));
   }
 
@@ -98,7 +98,7 @@
     const W = 320, H = 220, L = 58, R = 12, T = 10, B = 36;
     const pts = sw.trialList.filter((t) => t.objectiveValue !== null && t.parameters[p.name] !== undefined);
     const fig = h("figure", { class: "scatter", "data-param": p.name, "data-points": String(pts.length) },
-      h("figcaption", {}, p.name + " against " + sw.metric));
+      h("figcaption", {}, p.name + " against " + sw.metric + " ", h("span", { class: "muted" }, "(" + (sw.direction === "Maximize" ? "higher" : "lower") + " is better)")));
     if (!pts.length) { fig.append(h("p", { class: "muted" }, "No trial has reported " + sw.metric + " yet.")); return fig; }
     const categorical = p.kind === "categorical" || pts.some((t) => !isFinite(Number(t.parameters[p.name])));
     let xOf, xMarks;
