@@ -149,3 +149,91 @@ def test_a_sweeps_page_in_the_browser(dashboard: Dashboard, browser: Any) -> Non
     assert metric.first.text_content() == "0.5"
     screenshot(page, "trial.png")
     assert problems == []
+
+
+# A real sweep: 3 trials at once, each a TrainJob run here whose loss is x * 0.3, maximized
+# (the best, x=3, reports 0.8999999999999999: a double's noise that reads 0.9).
+REAL = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: OptimizationJob
+metadata:
+  name: gain
+spec:
+  objectives:
+  - metric: gain
+    direction: Maximize
+  searchAlgorithm:
+    grid: {}
+  numTrials: 3
+  parallelTrials: 3
+  parameters:
+  - name: x
+    searchSpace:
+      categorical:
+        choices: ["1", "2", "3"]
+  trainJobTemplate:
+    spec:
+      runtimeRef:
+        name: torch-distributed
+      trainer:
+        command:
+        - python
+        - -c
+        - "import trainjob; trainjob.update_trainjob_status(metrics={'gain': {{.x}} * 0.3})"
+"""
+
+
+def test_a_real_sweep_run_here_finishes_on_its_page(tmp_path: Path, browser: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    d = start_dashboard(home)
+    try:
+        problems: list[str] = []
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(d.url + "/")
+        page.locator("#count").wait_for()
+        (tmp_path / "gain.yaml").write_text(REAL)
+        run = subprocess.run(
+            [sys.executable, "-m", "trainjob", "run", "-f", "gain.yaml"],
+            env={**os.environ, "TRAINJOB_HOME": str(home), "TRAINJOB_BACKEND": "local"},
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        link = page.locator("#sweeps tr[data-key='default/gain'] td.name a")
+        link.wait_for(timeout=30000)  # the Jobs page reads the sweeps again by itself
+        link.click()
+        page.wait_for_url("**/sweeps/default/gain")
+        # The page follows the sweep to its end by itself.
+        until(
+            "Complete on the sweep's page",
+            lambda: page.locator("#head [data-phase='Complete']").count() == 1,
+            180,
+        )
+        assert page.locator("#trials tbody tr").count() == 3
+        page.locator("#sort-objective").click()
+        order = [
+            (
+                cell(page, t, "objective"),
+                page.locator(f"#trials tr[data-trial='{t}'] td[data-param='x']").text_content(),
+            )
+            for t in trial_order(page)
+        ]
+        assert order == [("0.9", "3"), ("0.6", "2"), ("0.3", "1")], order
+        best = page.locator("#trials tr[data-best='true']")
+        assert best.count() == 1 and best.get_attribute("data-trial") == trial_order(page)[0]
+        fig = page.locator("figure.scatter[data-param='x']")
+        assert fig.locator("circle").count() == 3
+        assert fig.locator("circle[data-best='true']").count() == 1
+        assert "higher is better" in str(fig.locator("figcaption").text_content())
+        png = screenshot(page, "sweep-real.png")
+        assert_not_blank(browser, png)
+        best.locator("td.name a").click()
+        page.locator("#sweep-link").wait_for(timeout=30000)
+        assert page.locator("#progress table.metrics td.num").first.text_content() == "0.9"
+        assert problems == []
+    finally:
+        stop(d)
