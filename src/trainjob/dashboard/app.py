@@ -51,6 +51,7 @@ from starlette.staticfiles import StaticFiles
 
 from trainjob import text
 from trainjob.api import constants as c
+from trainjob.api.optimization import OptimizationJob
 from trainjob.core import times
 from trainjob.dashboard import security, sweep_views, views
 from trainjob.dashboard.streams import Executors, event, keepalive, lines_of
@@ -336,7 +337,17 @@ class Dashboard:
         head = {"backend": self.backend, "now": times.now()}
         if self.sweeps is None:
             return JSONResponse({**head, "sweeps": [], "unavailable": self.no_sweeps})
-        jobs = await self.sweeps.call(lambda ex: ex.list(ns))
+
+        def read(ex: SweepExecutor) -> list[OptimizationJob]:
+            try:
+                return ex.list(ns)
+            except ForbiddenError:
+                if ns is not None:
+                    raise
+                # Credentials that may not list every namespace: the context's own.
+                return ex.list(ex.default_namespace)
+
+        jobs = await self.sweeps.call(read)
         return JSONResponse({**head, "sweeps": [sweep_views.sweep_row(j) for j in jobs]})
 
     async def sweep(self, request: Request) -> JSONResponse:

@@ -126,3 +126,25 @@ def test_a_dashboard_without_sweeps_lists_none_and_says_why(home: Path) -> None:
         r = c.get("/api/sweeps/default/tune")
         assert r.status_code == 404 and "no sweeps here" in r.json()["error"]
         assert c.get("/api/jobs").status_code == 200  # the jobs all the same
+
+
+def test_credentials_that_may_not_list_every_namespace_list_their_own(home: Path) -> None:
+    """As on a cluster where the user may list only their context's namespace."""
+    from trainjob.api.optimization import OptimizationJob
+    from trainjob.errors import ForbiddenError
+
+    store_sweep(LocalExecutor(home), "mine", TRIALS[:1])  # in "default", the context's own
+    store_sweep(LocalExecutor(home), "theirs", TRIALS[:1], "team-b")
+
+    class OwnNamespaceOnly(LocalSweepExecutor):
+        def list(self, namespace: str | None = None) -> list[OptimizationJob]:
+            if namespace is None:
+                raise ForbiddenError(
+                    "optimizationjobs is forbidden: cannot list at the cluster scope"
+                )
+            return super().list(namespace)
+
+    app = create_app(lambda: LocalExecutor(home), sweeps=lambda: OwnNamespaceOnly(home))
+    with TestClient(app, base_url="http://127.0.0.1:8090") as c:
+        assert [r["name"] for r in c.get("/api/sweeps").json()["sweeps"]] == ["mine"]
+        assert c.get("/api/sweeps?namespace=team-b").json()["sweeps"][0]["name"] == "theirs"
