@@ -237,3 +237,34 @@ def test_a_real_sweep_run_here_finishes_on_its_page(tmp_path: Path, browser: Any
         assert problems == []
     finally:
         stop(d)
+
+
+def test_values_read_as_a_person_reads_them_and_a_missing_sweep_says_so(
+    dashboard: Dashboard, browser: Any
+) -> None:
+    """TJ.number, the one formatter of the pages' values, in the browser; a sweep not there."""
+    page = browser.new_page()
+    page.goto(dashboard.url + "/sweeps/default/nope")
+    page.locator("#gone").wait_for(timeout=30000)
+    assert page.locator("#gone").text_content() == "Not found"
+    cases = [
+        ("0.8999999999999999", None, "0.9"),
+        (0.30000000000000004, None, "0.3"),
+        ("0.0031622776601683794", None, "0.00316227766016838"),
+        ("1e-7", None, "1e-7"),
+        ("1e-4", None, "0.0001"),
+        ("12.5", None, "12.5"),
+        ("10.0", None, "10"),
+        ("-2", None, "-2"),
+        ("123456789012345678", None, "123456789012346000"),
+        ("nan", None, "nan"),
+        ("n/a", None, "n/a"),
+        ("0x10", None, "0x10"),
+        ("", None, ""),
+        ("0.731234", 4, "0.7312"),
+    ]
+    got = page.evaluate(
+        "cases => cases.map(([v, d]) => TJ.number(v, d === null ? undefined : d))",
+        [[v, d] for v, d, _ in cases],
+    )
+    assert got == [want for _, _, want in cases]

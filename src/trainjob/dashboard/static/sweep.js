@@ -174,18 +174,25 @@
     return h("section", { class: "card", id: "section-" + id }, h("h2", {}, title), body);
   }
 
+  let failed = "";
   async function read() {
+    // true: nothing more to read (the sweep has finished, or is not there).
     try {
       const d = await TJ.api(base);
       TJ.setNow(d.now);
       TJ.setBackend(d.backend);
       TJ.live(true);
+      failed = "";
       render(d.sweep);
       return d.sweep.phase === "Complete" || d.sweep.phase === "Failed";
     } catch (e) {
+      const msg = String(e.message || e);
       TJ.live(false);
-      TJ.flash("cannot read the sweep: " + (e.message || e), true);
-      return false;
+      if (msg !== failed) TJ.flash("cannot read the sweep: " + msg, true); // once, not every 2 s
+      failed = msg;
+      if (!/ not found$/.test(msg)) return false; // the backend away: look again
+      TJ.fill(sections.head, h("h1", {}, name, " ", h("span", { class: "phase phase-gone", id: "gone" }, "Not found")));
+      return true;
     }
   }
 
