@@ -79,6 +79,7 @@ def test_a_sweeps_page_in_the_browser(dashboard: Dashboard, browser: Any) -> Non
     assert row.locator("td.best").text_content() == "0.3"
     assert row.locator("td.best-trial a").get_attribute("href") == "/jobs/default/tune-3"
     until("the trials among the jobs", lambda: page.locator("#jobs tr[data-key]").count() == 5, 30)
+    screenshot(page, "jobs-with-sweeps.png")
     row.locator("td.name a").click()
     page.wait_for_url("**/sweeps/default/tune")
 
