@@ -115,3 +115,18 @@ class SweepExecutor(abc.ABC):
             if phase(seen) in FINISHED:
                 return
             time.sleep(self.poll_interval)
+
+
+TRIAL_DONE = frozenset({"Succeeded", "Failed", "Stopped"})
+"""The phases of a trial that has ended."""
+
+
+def algorithm(job: OptimizationJob) -> str:
+    """The job's search algorithm as one reads it: ``grid``, ``tpe (seed 7)``, ``random``."""
+    algo = job.spec.search_algorithm
+    for name in ("grid", "tpe", "random"):
+        chosen = getattr(algo, name, None) if algo is not None else None
+        if chosen is not None:
+            seed = getattr(chosen, "seed", None)
+            return f"{name} (seed {seed})" if seed is not None else name
+    return "random"
