@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 RESOURCE = f"optimizationjob.{c.GROUP}"
 NAMES = ("optimizationjob", "optimizationjobs", "oj")
 """What kubectl users call the kind (``delete optimizationjob NAME``, ``get oj``)."""
-DONE = frozenset({"Succeeded", "Failed", "Stopped"})
+DONE = sweeps.TRIAL_DONE
 
 
 def sweep_executor() -> SweepExecutor:
@@ -96,7 +96,7 @@ def row(job: OptimizationJob, wide: bool = False) -> list[str]:
     if wide:
         cells[4:4] = [
             job.spec.objectives[0].metric,
-            _algorithm(job),
+            sweeps.algorithm(job),
             (best or {}).get("name") or "<none>",
         ]
     return cells
@@ -166,16 +166,6 @@ def _watch(
         return
 
 
-def _algorithm(job: OptimizationJob) -> str:
-    algo = job.spec.search_algorithm
-    for name in ("grid", "tpe", "random"):
-        chosen = getattr(algo, name, None) if algo is not None else None
-        if chosen is not None:
-            seed = getattr(chosen, "seed", None)
-            return f"{name} (seed {seed})" if seed is not None else name
-    return "random"
-
-
 # -- describe -----------------------------------------------------------------------------------
 
 
@@ -194,7 +184,7 @@ def describe_sweep(name: str, namespace: str | None) -> None:
     )
     obj = spec.objectives[0]
     field("Objective", f"{obj.metric} ({obj.direction or 'Minimize'})")
-    field("Algorithm", _algorithm(job))
+    field("Algorithm", sweeps.algorithm(job))
     trials = status.get("trials") or ()
     done = sum(1 for t in trials if t.get("phase") in DONE)
     field(
