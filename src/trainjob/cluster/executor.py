@@ -40,6 +40,7 @@ from trainjob.kube.errors import Forbidden, NotFound
 
 if TYPE_CHECKING:
     from trainjob.kube import Client
+    from trainjob.workspace.pack import Snapshot
 
 FIELD_MANAGER = "trainjob-cli"
 log = logging.getLogger(__name__)
@@ -76,10 +77,20 @@ class KubernetesExecutor(Executor):
         return self.kube.get_or_none(r.TRAINJOBS, name, namespace) is not None
 
     def submit(
-        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+        self,
+        trainjob: TrainJob,
+        runtimes: Sequence[Runtime] = (),
+        *,
+        cwd: str | None = None,
+        workspace: Snapshot | None = None,
     ) -> TrainJob:
-        """Check as the admission webhook would, apply the given runtimes, create the TrainJob."""
+        """Check as the admission webhook would, apply the given runtimes, create the TrainJob
+        (and store its workspace: :mod:`trainjob.cluster.workspaces`)."""
         self.check(trainjob, runtimes)
+        if workspace is not None:
+            from trainjob.cluster import workspaces
+
+            workspaces.before_create(trainjob.to_dict(), workspace)
         for rt in runtimes:
             obj = rt.to_dict()
             if isinstance(rt, TrainingRuntime):
@@ -88,11 +99,27 @@ class KubernetesExecutor(Executor):
                 )
             self.kube.apply(obj, field_manager=FIELD_MANAGER)
         ns = trainjob.metadata.namespace or self.default_namespace
-        return self.create(trainjob.to_dict(), ns)
+        return self.create(trainjob.to_dict(), ns, workspace=workspace, checked=True)
 
-    def create(self, trainjob: Obj, namespace: str) -> TrainJob:
-        """Create a TrainJob object as given (the SDK builds it and lets the cluster check it)."""
-        return _trainjob(self.kube.create(r.TRAINJOBS, trainjob, namespace, field_manager=None))
+    def create(
+        self,
+        trainjob: Obj,
+        namespace: str,
+        *,
+        workspace: Snapshot | None = None,
+        checked: bool = False,
+    ) -> TrainJob:
+        """Create a TrainJob object as given (the SDK builds it and lets the cluster check it),
+        with its ``workspace`` stored (``checked``: :func:`workspaces.before_create` ran)."""
+        if workspace is not None:
+            from trainjob.cluster import workspaces
+
+            if not checked:
+                workspaces.before_create(trainjob, workspace)
+        created = self.kube.create(r.TRAINJOBS, trainjob, namespace, field_manager=None)
+        if workspace is not None:
+            workspaces.after_create(self.kube, created, workspace)
+        return _trainjob(created)
 
     def check(
         self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None

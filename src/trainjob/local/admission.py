@@ -20,7 +20,7 @@ from trainjob.api import constants as c
 from trainjob.api.base import to_dict
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.errors import ConfigError, FieldError, InvalidError
-from trainjob.local import jobset_rules, limits, mpi, pods
+from trainjob.local import jobset_rules, limits, mpi, pods, workspaces
 from trainjob.local import runner as runners
 from trainjob.local import runtimes as local_runtimes
 from trainjob.local.home import DEFAULT_NAMESPACE
@@ -66,6 +66,7 @@ def prepare(
         private, public = keys.generate_ssh_key_pair()
         options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
     plan = local_plan(compile(tj, runtime, options))
+    plan = workspaces.adapt(plan, home, {"metadata": {"annotations": meta.annotations or {}}})
     limits.check(plan, tj)
     run_dir = os.path.abspath(cwd or os.getcwd())
     runtime_dict = to_dict(runtime)

@@ -1,0 +1,111 @@
+"""A TrainJob's workspace snapshot on a cluster: a ConfigMap it owns, or an ``s3://`` object.
+
+The compiler plans only where the trainer pods find the archive
+(:mod:`trainjob.runtime.plugins.workspace`); the bytes are the submitter's, so they are stored
+here, around the TrainJob's creation:
+
+* :func:`before_create`: with a URI annotation the archive is put at that ``s3://`` object
+  (unless it is there: the key is the digest); without one it must fit in a ConfigMap
+  (:data:`~trainjob.workspace.names.CONFIGMAP_LIMIT`), else the submit is refused, before
+  anything is created, with the fix (an ``s3://`` place);
+* :func:`after_create`: the ConfigMap ``<trainjob>-workspace`` (``binaryData``, immutable, the
+  digest in an annotation) with the TrainJob as its controlling owner, so that deleting the
+  TrainJob collects it (Kubernetes' garbage collector). A ConfigMap of that name left by an
+  earlier TrainJob is replaced. When it cannot be made, the TrainJob is deleted again and the
+  error raised: no job waits forever on a volume that will not come.
+
+Used by :class:`trainjob.cluster.executor.KubernetesExecutor`'s ``submit`` and ``create``.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from trainjob.api import constants as c
+from trainjob.errors import ConfigError, TrainJobError
+from trainjob.kube import resources as r
+from trainjob.kube.errors import AlreadyExists
+from trainjob.workspace import names
+from trainjob.workspace.pack import Snapshot, human
+
+if TYPE_CHECKING:
+    from trainjob.kube import Client
+
+Obj = dict[str, Any]
+
+
+def _annotations(trainjob: Obj) -> dict[str, str]:
+    return dict((trainjob.get("metadata") or {}).get("annotations") or {})
+
+
+def before_create(trainjob: Obj, snapshot: Snapshot) -> None:
+    """Store the archive in S3 (a URI annotation), or check that a ConfigMap holds it."""
+    ann = _annotations(trainjob)
+    if ann.get(names.DIGEST) != snapshot.digest:
+        raise ConfigError(
+            f"metadata.annotations[{names.DIGEST}]: must be the snapshot's digest "
+            f"{snapshot.digest}"
+        )
+    uri = ann.get(names.URI)
+    if uri:
+        from trainjob.workspace import s3
+
+        s3.put(uri, snapshot.archive, snapshot.digest)
+        return
+    if len(snapshot.archive) > names.CONFIGMAP_LIMIT:
+        raise ConfigError(
+            f"workspace {snapshot.source}: its archive is {human(len(snapshot.archive))}, more "
+            f"than a ConfigMap holds ({human(names.CONFIGMAP_LIMIT)}): give it an s3:// place "
+            "(--workdir-uri s3://bucket/prefix, Workspace(storage_uri=...)) or exclude more"
+        )
+
+
+def configmap(trainjob: Obj, snapshot: Snapshot) -> Obj:
+    """The ConfigMap that holds ``snapshot`` for the created ``trainjob`` (its owner)."""
+    meta = trainjob.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    owner = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB_KIND,
+        "name": name,
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": names.configmap_name(name),
+            "namespace": meta.get("namespace"),
+            "annotations": {names.DIGEST: snapshot.digest, names.SOURCE: snapshot.source},
+            "ownerReferences": [owner],
+        },
+        "immutable": True,
+        "binaryData": {names.ARCHIVE_KEY: base64.b64encode(snapshot.archive).decode()},
+    }
+
+
+def after_create(kube: Client, trainjob: Obj, snapshot: Snapshot) -> None:
+    """The ConfigMap of the created ``trainjob`` (nothing with a URI annotation)."""
+    if _annotations(trainjob).get(names.URI):
+        return
+    cm = configmap(trainjob, snapshot)
+    ns = cm["metadata"]["namespace"]
+    try:
+        try:
+            kube.create(r.CONFIGMAPS, cm, ns)
+        except AlreadyExists:  # an earlier TrainJob's, not yet collected
+            kube.delete(r.CONFIGMAPS, cm["metadata"]["name"], ns, ignore_not_found=True)
+            kube.create(r.CONFIGMAPS, cm, ns)
+    except TrainJobError as e:
+        name = str((trainjob.get("metadata") or {}).get("name", ""))
+        try:
+            kube.delete(r.TRAINJOBS, name, ns, ignore_not_found=True)
+        except TrainJobError:
+            pass
+        raise ConfigError(
+            f"cannot store the workspace of {c.TRAINJOB_KIND} {ns}/{name} in ConfigMap "
+            f"{cm['metadata']['name']}: {e}; the TrainJob was deleted again"
+        ) from e
