@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from trainjob.client.tpu import (
         get_tpu_num_nodes,
     )
+    from trainjob.client.workspace import (
+        Workspace,
+    )
     from trainjob.client.types import (
         BuiltinTrainer,
         ConfigTrainer,
@@ -82,6 +85,7 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "Workspace": "trainjob.client.workspace",
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
     "TTLSecondsAfterFinished": "trainjob.client.options",
@@ -190,6 +194,7 @@ __all__ = [
     "TrainerType",
     "TrainingRuntimeSource",
     "TrainingRuntimeSpecPatch",
+    "Workspace",
     "__version__",
     "get_tpu_num_nodes",
     "update_trainjob_status",

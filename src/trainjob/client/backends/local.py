@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from trainjob.client import builder, types
+from trainjob.client import builder, types, workspace
 from trainjob.client.backends.adapter import ExecutorBackend
 from trainjob.client.config import LocalProcessBackendConfig
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
@@ -74,8 +74,11 @@ class LocalBackend(ExecutorBackend):
             venv=self.cfg.cleanup_venv,
         )
         name = builder.job_name(job)
+        snapshot = workspace.snapshot_in(job, options)
         try:
-            self.executor.submit(builder.model(job), cwd=self.cfg.cwd or os.getcwd())
+            self.executor.submit(
+                builder.model(job), cwd=self.cfg.cwd or os.getcwd(), workspace=snapshot
+            )
         except (InvalidError, NotFoundError) as e:
             raise ValueError(str(e)) from e
         except (AlreadyExistsError, ConfigError) as e:
