@@ -143,6 +143,8 @@ class _Walker:
             rel = f"{rel_dir}/{d.name}" if rel_dir else d.name
             real = d.path
             if d.is_symlink():
+                if self.ignored(rel, False, specs) or self.ignored(rel, True, specs):
+                    continue  # excluded: never followed
                 real = os.path.realpath(d.path)
                 if not _inside(real, str(self.root)):
                     raise self.fail(
@@ -153,8 +155,6 @@ class _Walker:
             try:
                 st = os.stat(real)
             except FileNotFoundError:
-                if self.ignored(rel, False, specs):
-                    continue
                 raise self.fail(rel, "a broken symlink: remove it or exclude it") from None
             except OSError as e:
                 raise self.fail(rel, f"cannot read it: {_why(e)}") from None
