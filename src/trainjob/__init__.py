@@ -51,9 +51,6 @@ if TYPE_CHECKING:
     from trainjob.client.tpu import (
         get_tpu_num_nodes,
     )
-    from trainjob.client.workspace import (
-        Workspace,
-    )
     from trainjob.client.types import (
         BuiltinTrainer,
         ConfigTrainer,
@@ -79,6 +76,9 @@ if TYPE_CHECKING:
         TrainJobTemplate,
         TRLConfig,
         TRLMethod,
+    )
+    from trainjob.client.workspace import (
+        Workspace,
     )
     from trainjob.progress import (
         update_trainjob_status,

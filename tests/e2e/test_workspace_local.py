@@ -7,6 +7,7 @@ anything runs."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,7 @@ def test_a_two_node_job_imports_its_folder_as_it_was_at_submit_and_shares_the_sn
     ],
 )
 def test_a_bad_folder_is_refused_in_one_line_before_anything_runs(
-    tmp_path: Path, make, expected: str  # type: ignore[no-untyped-def]
+    tmp_path: Path, make: Callable[[Path], object], expected: str
 ) -> None:
     home, src = tmp_path / "home", tmp_path / "proj"
     make(src)
@@ -129,7 +130,7 @@ def test_a_custom_trainers_function_imports_the_workspaces_modules(tmp_path: Pat
     def train() -> None:
         import os
 
-        import mylib
+        import mylib  # type: ignore[import-not-found]
 
         print("rank", os.environ["PET_NODE_RANK"], mylib.GREETING)
 

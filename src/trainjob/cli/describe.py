@@ -75,7 +75,9 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
     annotations = tj.metadata.annotations or {}
     if annotations.get(workspace.DIGEST):  # which code it runs: the snapshot packed at submit
         where = annotations.get(workspace.SOURCE)
-        lines.append(("Workspace", annotations[workspace.DIGEST] + (f" ({where})" if where else "")))
+        lines.append(
+            ("Workspace", annotations[workspace.DIGEST] + (f" ({where})" if where else ""))
+        )
     if not s.finished:  # what it is doing now: Queued, Initializing, Running, Restarting
         doing, why = phases.activity(s)
         lines.insert(4, ("Phase", f"{doing} ({why})" if why else doing))

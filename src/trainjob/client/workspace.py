@@ -50,7 +50,9 @@ class Workspace:
             limit = pack.parse_size(limit, "Workspace.max_size")
         try:
             self.snapshot = pack.pack(self.path, self.exclude, limit)
-            uri = s3.object_uri(self.storage_uri, self.snapshot.digest) if self.storage_uri else None
+            uri = (
+                s3.object_uri(self.storage_uri, self.snapshot.digest) if self.storage_uri else None
+            )
         except TrainJobError as e:
             raise ValueError(str(e)) from None
         self.annotations = self.snapshot.annotations(uri)

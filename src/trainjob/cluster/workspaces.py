@@ -20,6 +20,7 @@ Used by :class:`trainjob.cluster.executor.KubernetesExecutor`'s ``submit`` and `
 from __future__ import annotations
 
 import base64
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from trainjob.api import constants as c
@@ -44,8 +45,7 @@ def before_create(trainjob: Obj, snapshot: Snapshot) -> None:
     ann = _annotations(trainjob)
     if ann.get(names.DIGEST) != snapshot.digest:
         raise ConfigError(
-            f"metadata.annotations[{names.DIGEST}]: must be the snapshot's digest "
-            f"{snapshot.digest}"
+            f"metadata.annotations[{names.DIGEST}]: must be the snapshot's digest {snapshot.digest}"
         )
     uri = ann.get(names.URI)
     if uri:
@@ -101,10 +101,8 @@ def after_create(kube: Client, trainjob: Obj, snapshot: Snapshot) -> None:
             kube.create(r.CONFIGMAPS, cm, ns)
     except TrainJobError as e:
         name = str((trainjob.get("metadata") or {}).get("name", ""))
-        try:
+        with contextlib.suppress(TrainJobError):
             kube.delete(r.TRAINJOBS, name, ns, ignore_not_found=True)
-        except TrainJobError:
-            pass
         raise ConfigError(
             f"cannot store the workspace of {c.TRAINJOB_KIND} {ns}/{name} in ConfigMap "
             f"{cm['metadata']['name']}: {e}; the TrainJob was deleted again"

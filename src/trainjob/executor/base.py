@@ -33,8 +33,8 @@ from trainjob.executor.model import (
 
 if TYPE_CHECKING:
     from trainjob.api.trainer import Runtime, TrainJob
-    from trainjob.workspace.pack import Snapshot
     from trainjob.executor import triage
+    from trainjob.workspace.pack import Snapshot
 
 
 class Executor(abc.ABC):

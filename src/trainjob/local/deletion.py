@@ -70,7 +70,9 @@ def _release_workspace(store: Store, home: Path, row: JobRow) -> None:
     try:
         workspaces.release(home, store, json.loads(row.trainjob))
     except (ValueError, TypeError, OSError) as e:  # a damaged row; a copy that cannot go yet
-        log.warning("warning: the workspace of %s/%s was not removed: %s", row.namespace, row.name, e)
+        log.warning(
+            "warning: the workspace of %s/%s was not removed: %s", row.namespace, row.name, e
+        )
 
 
 def longest_grace(row: JobRow) -> float:

@@ -207,4 +207,3 @@ def _adapt_pod(spec: dict[str, Any], where: Path) -> None:
     for ctr in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
         mounts = [m for m in ctr.get("volumeMounts") or () if m.get("name") != names.ARCHIVE_VOLUME]
         ctr["volumeMounts"] = mounts
-

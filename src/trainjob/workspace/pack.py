@@ -100,21 +100,23 @@ class _Walker:
     def __init__(self, root: Path, exclude: Sequence[str], label: str) -> None:
         self.root = root
         self.label = label
-        self.specs: list[tuple[str, pathspec.PathSpec]] = [
+        self.specs: list[tuple[str, pathspec.GitIgnoreSpec]] = [
             ("", pathspec.GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *exclude]))
         ]
 
     def fail(self, rel: str, what: str) -> ConfigError:
         return ConfigError(f"workspace {self.label}: {rel}: {what}")
 
-    def ignored(self, rel: str, is_dir: bool, specs: list[tuple[str, pathspec.PathSpec]]) -> bool:
+    def ignored(
+        self, rel: str, is_dir: bool, specs: list[tuple[str, pathspec.GitIgnoreSpec]]
+    ) -> bool:
         for base, spec in specs:
             sub = rel[len(base) + 1 :] if base else rel
             if spec.match_file(sub + "/" if is_dir else sub):
                 return True
         return False
 
-    def gitignore(self, real_dir: str, rel_dir: str) -> pathspec.PathSpec | None:
+    def gitignore(self, real_dir: str, rel_dir: str) -> pathspec.GitIgnoreSpec | None:
         path = os.path.join(real_dir, ".gitignore")
         if not os.path.isfile(path):
             return None
@@ -128,7 +130,7 @@ class _Walker:
         self,
         real_dir: str,
         rel_dir: str,
-        specs: list[tuple[str, pathspec.PathSpec]],
+        specs: list[tuple[str, pathspec.GitIgnoreSpec]],
         seen: frozenset[str],
     ) -> Iterator[_Entry]:
         own = self.gitignore(real_dir, rel_dir)

@@ -24,7 +24,7 @@ def _extract() -> Callable[[bytes, str, str], int]:
     exec(compile(names.UNPACK_SCRIPT, "<workspace-unpack>", "exec"), scope)
     fn = scope["extract"]
     assert callable(fn)
-    return fn  # type: ignore[return-value]
+    return fn
 
 
 def extract(data: bytes, dest: Path, digest: str) -> int:

@@ -30,9 +30,19 @@ def row(name: str, digest: str | None) -> JobRow:
     if digest:
         meta["annotations"] = {names.DIGEST: digest}
     return JobRow(
-        namespace="default", name=name, uid=name, created="", created_ts=0.0,
-        trainjob=json.dumps({"metadata": meta}), runtime="{}", plan="[]", cwd="/",
-        phase="Created", status="{}", suspend=0, runner="",
+        namespace="default",
+        name=name,
+        uid=name,
+        created="",
+        created_ts=0.0,
+        trainjob=json.dumps({"metadata": meta}),
+        runtime="{}",
+        plan="[]",
+        cwd="/",
+        phase="Created",
+        status="{}",
+        suspend=0,
+        runner="",
     )
 
 

@@ -67,7 +67,12 @@ def test_an_s3_workspace_is_fetched_with_the_trainers_env_and_no_configmap() -> 
     pod = pod_spec_of(plan, "node")
     [init] = pod["initContainers"]
     assert init["command"] == [
-        "python3", "-m", "trainjob.workspace.fetch", URI, "/trainjob/workspace", DIGEST
+        "python3",
+        "-m",
+        "trainjob.workspace.fetch",
+        URI,
+        "/trainjob/workspace",
+        DIGEST,
     ]
     assert {"name": "ENDPOINT", "value": "http://s3:9000"} in init["env"]
     assert not any(v["name"] == "trainjob-workspace-archive" for v in pod["volumes"])
@@ -118,4 +123,6 @@ def test_the_snapshot_of_a_trainjob_cannot_change() -> None:
     old = annotated(trainjob(), **{names.DIGEST: DIGEST})
     new = annotated(trainjob(), **{names.DIGEST: "sha256:" + "cd" * 32})
     errors = [str(e) for e in validate(new, builtin("torch-distributed"), old)]
-    assert any("workspace-digest]: Invalid value" in e and "field is immutable" in e for e in errors)
+    assert any(
+        "workspace-digest]: Invalid value" in e and "field is immutable" in e for e in errors
+    )

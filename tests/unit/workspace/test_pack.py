@@ -8,6 +8,7 @@ import gzip
 import io
 import os
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,9 @@ def test_a_link_out_of_the_folder_is_refused_in_one_line_naming_it(tmp_path: Pat
         pytest.param(lambda p: p.write_text("x"), "not a folder", id="a file"),
     ],
 )
-def test_a_folder_that_is_not_one_is_a_one_line_error(tmp_path: Path, make, message) -> None:  # type: ignore[no-untyped-def]
+def test_a_folder_that_is_not_one_is_a_one_line_error(
+    tmp_path: Path, make: Callable[[Path], object], message: str
+) -> None:
     path = tmp_path / "src"
     make(path)
     with pytest.raises(ConfigError, match=f"^workspace {path}: {message}$"):

@@ -86,9 +86,18 @@ def test_the_init_containers_script_unpacks_with_python_alone(tmp_path: Path) ->
     snap = pack.pack(src)
     (tmp_path / "a.tar.gz").write_bytes(snap.archive)
     out = subprocess.run(
-        [sys.executable, "-I", "-c", names.UNPACK_SCRIPT, str(tmp_path / "a.tar.gz"),
-         str(tmp_path / "dest"), snap.digest],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            names.UNPACK_SCRIPT,
+            str(tmp_path / "a.tar.gz"),
+            str(tmp_path / "dest"),
+            snap.digest,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout == f"workspace {snap.digest}: 1 entries unpacked into {tmp_path}/dest\n"
     assert (tmp_path / "dest" / "train.py").read_text() == "print('hi')\n"

@@ -47,7 +47,7 @@ def _field(key: str) -> str:
     return f"metadata.annotations[{key}]"
 
 
-def annotations(trainjob: TrainJob) -> tuple[str | None, str | None]:
+def recorded(trainjob: TrainJob) -> tuple[str | None, str | None]:
     """The TrainJob's (digest, uri) annotations (None where absent)."""
     ann = trainjob.metadata.annotations or {}
     return ann.get(names.DIGEST), ann.get(names.URI)
@@ -60,7 +60,14 @@ def init_container(image: str | None, digest: str, uri: str | None, env_of: Obj)
     if image is not None:
         ctr["image"] = image
     if uri:
-        ctr["command"] = ["python3", "-m", "trainjob.workspace.fetch", uri, names.MOUNT_PATH, digest]
+        ctr["command"] = [
+            "python3",
+            "-m",
+            "trainjob.workspace.fetch",
+            uri,
+            names.MOUNT_PATH,
+            digest,
+        ]
         for key in ("env", "envFrom"):
             if env_of.get(key):
                 ctr[key] = [dict(e) for e in env_of[key]]
@@ -83,7 +90,7 @@ class Workspace:
 
     def validate(self, info: Info | None, old: TrainJob | None, new: TrainJob) -> list[FieldError]:
         errors: list[FieldError] = []
-        digest, uri = annotations(new)
+        digest, uri = recorded(new)
         if digest is not None and not names.DIGEST_RE.match(digest):
             errors.append(
                 FieldError.invalid(
@@ -99,17 +106,17 @@ class Workspace:
                 )
             bucket, _, key = uri.removeprefix("s3://").partition("/")
             if not uri.startswith("s3://") or not bucket or not key:
-                errors.append(
-                    FieldError.invalid(_field(names.URI), uri, "must be s3://bucket/key")
-                )
+                errors.append(FieldError.invalid(_field(names.URI), uri, "must be s3://bucket/key"))
         if old is not None:
-            for was, now, key in zip(annotations(old), (digest, uri), (names.DIGEST, names.URI)):
+            for was, now, key in zip(
+                recorded(old), (digest, uri), (names.DIGEST, names.URI), strict=True
+            ):
                 if was != now:
                     errors.append(FieldError.invalid(_field(key), now, "field is immutable"))
         return errors
 
     def build(self, info: Info, trainjob: TrainJob, options: CompileOptions) -> list[Obj]:
-        digest, uri = annotations(trainjob)
+        digest, uri = recorded(trainjob)
         if not digest:
             return []
         trainer = info.pod_set_by_ancestor(c.ANCESTOR_TRAINER)
