@@ -87,10 +87,14 @@ class KubernetesExecutor(Executor):
         """Check as the admission webhook would, apply the given runtimes, create the TrainJob
         (and store its workspace: :mod:`trainjob.cluster.workspaces`)."""
         self.check(trainjob, runtimes)
-        if workspace is not None:
+        if workspace is not None or trainjob.metadata.annotations:
             from trainjob.cluster import workspaces
 
-            workspaces.before_create(trainjob.to_dict(), workspace)
+            if workspace is not None:
+                workspaces.before_create(trainjob.to_dict(), workspace)
+            else:  # a rerun of a TrainJob that names a snapshot: it must still be stored
+                ns = trainjob.metadata.namespace or self.default_namespace
+                workspaces.check_rerun(self.kube, trainjob.to_dict(), ns)
         for rt in runtimes:
             obj = rt.to_dict()
             if isinstance(rt, TrainingRuntime):

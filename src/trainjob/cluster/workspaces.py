@@ -61,6 +61,24 @@ def before_create(trainjob: Obj, snapshot: Snapshot) -> None:
         )
 
 
+def check_rerun(kube: Client, trainjob: Obj, namespace: str) -> None:
+    """A TrainJob that names a snapshot, submitted without it (a rerun of a stored manifest):
+    its archive must still be stored (an ``s3://`` object is; a ConfigMap went with the
+    TrainJob that owned it), else ConfigError with the fix, before anything is created."""
+    ann = _annotations(trainjob)
+    digest = ann.get(names.DIGEST)
+    if not digest or ann.get(names.URI):
+        return
+    name = str((trainjob.get("metadata") or {}).get("name") or "")
+    cm = kube.get_or_none(r.CONFIGMAPS, names.configmap_name(name), namespace) if name else None
+    if cm is None or _annotations(cm).get(names.DIGEST) != digest:
+        raise ConfigError(
+            f"metadata.annotations[{names.DIGEST}]: the workspace snapshot {digest} is stored "
+            "nowhere on the cluster (its ConfigMap went with the TrainJob that owned it): submit "
+            "again with --workdir DIR (with --workdir-uri s3://... a rerun finds it)"
+        )
+
+
 def configmap(trainjob: Obj, snapshot: Snapshot) -> Obj:
     """The ConfigMap that holds ``snapshot`` for the created ``trainjob`` (its owner)."""
     meta = trainjob.get("metadata") or {}

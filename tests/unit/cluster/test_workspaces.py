@@ -50,3 +50,30 @@ def test_an_annotation_naming_another_snapshot_is_refused(tmp_path: Path) -> Non
     job = {"metadata": {"name": "t", "annotations": {names.DIGEST: "sha256:" + "0" * 64}}}
     with pytest.raises(ConfigError, match="must be the snapshot's digest"):
         workspaces.before_create(job, s)
+
+
+class _Kube:
+    """What check_rerun asks of a cluster: one ConfigMap, or none."""
+
+    def __init__(self, cm: dict[str, object] | None) -> None:
+        self.cm = cm
+        self.asked: list[tuple[str, str]] = []
+
+    def get_or_none(self, resource: object, name: str, namespace: str) -> object:
+        self.asked.append((name, namespace))
+        return self.cm
+
+
+def test_a_rerun_naming_a_snapshot_no_configmap_holds_is_refused_with_the_fix() -> None:
+    digest = "sha256:" + "ab" * 32
+    job = {"metadata": {"name": "t", "annotations": {names.DIGEST: digest}}}
+    kube = _Kube(None)
+    with pytest.raises(ConfigError, match=r"stored nowhere on the cluster.*--workdir DIR"):
+        workspaces.check_rerun(kube, job, "team")  # type: ignore[arg-type]
+    assert kube.asked == [("t-workspace", "team")]
+    held = _Kube({"metadata": {"annotations": {names.DIGEST: digest}}})
+    workspaces.check_rerun(held, job, "team")  # type: ignore[arg-type]
+    in_s3 = {
+        "metadata": {"name": "t", "annotations": {names.DIGEST: digest, names.URI: "s3://b/k"}}
+    }
+    workspaces.check_rerun(_Kube(None), in_s3, "team")  # type: ignore[arg-type]

@@ -119,7 +119,12 @@ class KubernetesBackend(ExecutorBackend):
         name = builder.job_name(job)
         snapshot = workspace.snapshot_in(job, options)
         with _errors(f"create {c.TRAINJOB_KIND}: {self.namespace}/{name}"):
-            self.executor.create(job, self.namespace, workspace=snapshot)
+            try:
+                self.executor.create(job, self.namespace, workspace=snapshot)
+            except ConfigError as e:  # its workspace cannot be stored (too large, S3's error)
+                raise RuntimeError(
+                    f"Failed to create TrainJob: {self.namespace}/{name}: {e}"
+                ) from e
         logger.debug("%s %s/%s has been created", c.TRAINJOB_KIND, self.namespace, name)
         return name
 
