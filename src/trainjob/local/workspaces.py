@@ -2,8 +2,9 @@
 
 A submit with a snapshot (``trainjob run --workdir``, the SDK's ``Workspace`` option) unpacks
 it once into ``$TRAINJOB_HOME/workspaces/<hex digest>`` (:func:`stage`: into a temporary
-directory, made read-only — files 0400 or 0500, directories 0500 — then renamed into place, so a
-copy is whole or absent); a second job with the same content finds it there. Editing the folder
+directory, made read-only — files 0444 or 0555, directories 0555: a container of the container
+backend may run as its image's user; the home above it stays 0700, so no other user of this
+machine reaches it — then renamed into place, so a copy is whole or absent); a second job with the same content finds it there. Editing the folder
 after submit changes nothing a job runs: the job runs the copy, not the folder.
 
 The compiled Plan asks for what a cluster does (an init container unpacking a ConfigMap into an
@@ -50,15 +51,15 @@ def copy_of(home: Path, digest: str) -> Path:
 
 
 def _read_only(path: Path) -> None:
-    """Every file and directory under ``path`` (and itself) read-only, owner's bits only."""
+    """Every file and directory under ``path`` (and itself) read-only for all (see above)."""
     for dirpath, dirnames, filenames in os.walk(path, topdown=False):
         for name in filenames:
             p = os.path.join(dirpath, name)
             mode = os.lstat(p).st_mode
-            os.chmod(p, 0o500 if mode & 0o100 else 0o400)
+            os.chmod(p, 0o555 if mode & 0o100 else 0o444)
         for name in dirnames:
-            os.chmod(os.path.join(dirpath, name), 0o500)
-    os.chmod(path, 0o500)
+            os.chmod(os.path.join(dirpath, name), 0o555)
+    os.chmod(path, 0o555)
 
 
 def _writable(path: Path) -> None:
