@@ -51,6 +51,7 @@ SAYS = {
     "llm-quickstart.md": ["saved LoRA adapter (peft) to ", "\n4\n"],
     "index.md": ["rank 0 of 2"],
     "sdk.md": ["rank 1 lr 0.05"],
+    "workspaces.md": ["hello from mylib on node 0", "Workspace:  sha256:"],
 }
 
 

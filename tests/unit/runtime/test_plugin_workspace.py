@@ -126,3 +126,15 @@ def test_the_snapshot_of_a_trainjob_cannot_change() -> None:
     assert any(
         "workspace-digest]: Invalid value" in e and "field is immutable" in e for e in errors
     )
+
+
+def test_with_mpi_the_workers_get_the_workspace_as_well_as_the_launcher() -> None:
+    tj = annotated(trainjob("mpi-distributed", name="pi"), **{names.DIGEST: DIGEST})
+    plan = compile(tj, builtin("mpi-distributed"))
+    for job in ("launcher", "node"):
+        pod = pod_spec_of(plan, job)
+        assert pod["initContainers"][0]["name"] == names.INIT_CONTAINER, job
+        assert {"name": "trainjob-workspace-archive", "configMap": {"name": "pi-workspace"}} in pod[
+            "volumes"
+        ]
+        assert env_of(container_of(plan, job, "node"))["PYTHONPATH"] == names.MOUNT_PATH

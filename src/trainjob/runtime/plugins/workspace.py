@@ -2,7 +2,7 @@
 
 A TrainJob annotated with a snapshot's digest (:data:`trainjob.workspace.names.DIGEST`, written
 by ``trainjob run --workdir`` and the SDK's ``Workspace`` option) gets, in every pod of its
-trainer job:
+trainer job (and with MPI of its ``node`` job, the workers mpirun starts the code on):
 
 * an ``emptyDir`` volume :data:`~trainjob.workspace.names.VOLUME`, mounted read-only at
   ``/trainjob/workspace`` in every container, which is put first on ``PYTHONPATH`` and is the
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError
-from trainjob.runtime.info import Info, Obj, upsert_by, upsert_env
+from trainjob.runtime.info import Info, Obj, PodSet, upsert_by, upsert_env
 from trainjob.runtime.kinds import Kind
 from trainjob.workspace import names
 
@@ -119,26 +119,39 @@ class Workspace:
         digest, uri = recorded(trainjob)
         if not digest:
             return []
-        trainer = info.pod_set_by_ancestor(c.ANCESTOR_TRAINER)
-        if trainer is None:
-            return []
-        node = trainer.container(c.CONTAINER_NODE) or (trainer.containers or [{}])[0]
-        mount = {"name": names.VOLUME, "mountPath": names.MOUNT_PATH, "readOnly": True}
-        for ctr in trainer.containers:
-            upsert_by(ctr.setdefault("volumeMounts", []), "name", mount)
-            envs = ctr.setdefault("env", [])
-            have = next((e for e in envs if e.get("name") == ENV_PYTHONPATH), None)
-            if have is None or "value" in have:
-                rest = (have or {}).get("value") or ""
-                value = names.MOUNT_PATH + (f":{rest}" if rest else "")
-                upsert_env(envs, {"name": ENV_PYTHONPATH, "value": value})
-            ctr.setdefault("workingDir", names.MOUNT_PATH)
-        volumes = trainer.pod_spec.setdefault("volumes", [])
-        upsert_by(volumes, "name", {"name": names.VOLUME, "emptyDir": {}})
-        if not uri:
-            source = {"name": names.configmap_name(trainjob.metadata.name or "")}
-            upsert_by(volumes, "name", {"name": names.ARCHIVE_VOLUME, "configMap": source})
-        inits = trainer.pod_spec.setdefault("initContainers", [])
-        inits[:] = [i for i in inits if i.get("name") != names.INIT_CONTAINER]
-        inits.insert(0, init_container(node.get("image"), digest, uri, node))
+        for pod_set in pod_sets(info):
+            _give(pod_set, names.configmap_name(trainjob.metadata.name or ""), digest, uri)
         return []
+
+
+def pod_sets(info: Info) -> list[PodSet]:
+    """The trainer's pod set, and with MPI the workers' (``node``: mpirun runs the code there,
+    while the trainer step is the launcher)."""
+    trainer = info.pod_set_by_ancestor(c.ANCESTOR_TRAINER)
+    out = [trainer] if trainer is not None else []
+    policy = info.ml_policy
+    if policy is not None and policy.mpi is not None:
+        out += [ps for ps in info.pod_sets if ps.name == c.JOB_NODE and ps is not trainer]
+    return out
+
+
+def _give(pod_set: PodSet, configmap: str, digest: str, uri: str | None) -> None:
+    """The workspace's volume, mount, env and init container in ``pod_set``'s pods."""
+    node = pod_set.container(c.CONTAINER_NODE) or (pod_set.containers or [{}])[0]
+    mount = {"name": names.VOLUME, "mountPath": names.MOUNT_PATH, "readOnly": True}
+    for ctr in pod_set.containers:
+        upsert_by(ctr.setdefault("volumeMounts", []), "name", mount)
+        envs = ctr.setdefault("env", [])
+        have = next((e for e in envs if e.get("name") == ENV_PYTHONPATH), None)
+        if have is None or "value" in have:
+            rest = (have or {}).get("value") or ""
+            value = names.MOUNT_PATH + (f":{rest}" if rest else "")
+            upsert_env(envs, {"name": ENV_PYTHONPATH, "value": value})
+        ctr.setdefault("workingDir", names.MOUNT_PATH)
+    volumes = pod_set.pod_spec.setdefault("volumes", [])
+    upsert_by(volumes, "name", {"name": names.VOLUME, "emptyDir": {}})
+    if not uri:
+        upsert_by(volumes, "name", {"name": names.ARCHIVE_VOLUME, "configMap": {"name": configmap}})
+    inits = pod_set.pod_spec.setdefault("initContainers", [])
+    inits[:] = [i for i in inits if i.get("name") != names.INIT_CONTAINER]
+    inits.insert(0, init_container(node.get("image"), digest, uri, node))
