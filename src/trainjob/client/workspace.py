@@ -45,10 +45,10 @@ class Workspace:
     def __call__(self, job_spec: dict[str, Any], trainer: AnyTrainer | None, backend: Any) -> None:
         from trainjob.workspace import pack, s3
 
-        limit = self.max_size
-        if isinstance(limit, str):
-            limit = pack.parse_size(limit, "Workspace.max_size")
         try:
+            limit = self.max_size
+            if isinstance(limit, str):
+                limit = pack.parse_size(limit, "Workspace.max_size")
             self.snapshot = pack.pack(self.path, self.exclude, limit)
             uri = (
                 s3.object_uri(self.storage_uri, self.snapshot.digest) if self.storage_uri else None
