@@ -80,7 +80,7 @@ def check_pods(cluster: Cluster, name: str, ns: str, digest: str, *, configmap: 
             assert volumes[names.ARCHIVE_VOLUME]["configMap"]["name"] == f"{name}-workspace"
         else:
             assert names.ARCHIVE_VOLUME not in volumes
-            assert init["command"][:3] == ["python3", "-m", "trainjob.workspace.fetch"]
+            assert init["command"][3].startswith("s3://code/jobs/")
         [node] = [c for c in spec["containers"] if c["name"] == "node"]
         env = {e["name"]: e.get("value") for e in node.get("env") or ()}
         assert env["PYTHONPATH"] == names.MOUNT_PATH and node["workingDir"] == names.MOUNT_PATH

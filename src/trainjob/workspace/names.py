@@ -10,10 +10,11 @@ annotate a TrainJob, and the backends that store and unpack the archive:
 * the ConfigMap that holds the archive on a cluster (:func:`configmap_name`, key
   :data:`ARCHIVE_KEY`, owned by the TrainJob so that deleting the job collects it);
 * the volumes, mount paths and init container of a trainer pod;
-* :data:`UNPACK_SCRIPT`: stdlib-only Python that checks the digest and every member's name
-  (relative, no ``..``, files and directories only) before writing anything, so it runs in any
-  trainer image with ``python3`` (``python3 -c SCRIPT ARCHIVE DEST DIGEST``); the local backends
-  run the same code in-process (:mod:`trainjob.workspace.unpack`).
+* :data:`UNPACK_SCRIPT`: stdlib-only Python that reads the archive (a file, or an ``s3://``
+  object with a Signature V4 GET), checks the digest and every member's name (relative, no
+  ``..``, files and directories only) before writing anything, so it runs in any trainer image
+  with ``python3`` (``python3 -c SCRIPT SOURCE DEST DIGEST``); the local backends run the same
+  code in-process (:mod:`trainjob.workspace.unpack`).
 """
 
 from __future__ import annotations
@@ -92,10 +93,69 @@ def extract(data, dest, digest):
     return len(members)
 
 
+def s3_request(uri, env, now):
+    """(url, headers) of a GET of ``uri`` (``s3://bucket/key``), signed with AWS Signature V4
+    when ``env`` has keys (upstream's ``ACCESS_KEY_ID``/``SECRET_ACCESS_KEY``/``ENDPOINT``/
+    ``REGION``, else ``AWS_*``); path-style at ``ENDPOINT``, virtual-hosted at AWS."""
+    import hmac, urllib.parse
+    bucket, _, key = uri[len("s3://"):].partition("/")
+    endpoint = env.get("ENDPOINT") or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    region = (env.get("REGION") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+              or "us-east-1")
+    path = "/" + urllib.parse.quote(key, safe="/-_.~")
+    if endpoint:
+        base, path = endpoint.rstrip("/"), "/" + urllib.parse.quote(bucket, safe="-_.~") + path
+    else:
+        base = f"https://{bucket}.s3.{region}.amazonaws.com"
+    key_id = env.get("ACCESS_KEY_ID") or env.get("AWS_ACCESS_KEY_ID")
+    secret = env.get("SECRET_ACCESS_KEY") or env.get("AWS_SECRET_ACCESS_KEY")
+    if not (key_id and secret):
+        return base + path, {}
+    amz, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    headers = {"host": urllib.parse.urlsplit(base).netloc, "x-amz-date": amz,
+               "x-amz-content-sha256": hashlib.sha256(b"").hexdigest()}
+    if env.get("AWS_SESSION_TOKEN"):
+        headers["x-amz-security-token"] = env["AWS_SESSION_TOKEN"]
+    signed = ";".join(sorted(headers))
+    canonical = "\n".join(["GET", path, "", *(f"{k}:{headers[k]}" for k in sorted(headers)), "",
+                           signed, headers["x-amz-content-sha256"]])
+    scope = f"{day}/{region}/s3/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz, scope,
+                         hashlib.sha256(canonical.encode()).hexdigest()])
+    k = ("AWS4" + secret).encode()
+    for part in (day, region, "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
+    headers["Authorization"] = (f"AWS4-HMAC-SHA256 Credential={key_id}/{scope}, "
+                                f"SignedHeaders={signed}, Signature={signature}")
+    del headers["host"]  # urllib sends it
+    return base + path, headers
+
+
+def read(source, env):
+    """The archive's bytes: a file, or an ``s3://`` object (what the error says names no key)."""
+    if not source.startswith("s3://"):
+        with open(source, "rb") as f:
+            return f.read()
+    import datetime, urllib.error, urllib.request
+    url, headers = s3_request(source, env, datetime.datetime.now(datetime.timezone.utc))
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=300) as r:
+            return r.read()
+    except urllib.error.HTTPError as e:
+        raise ValueError(f"GET {source}: {e.code} {e.reason}: check the URI, ENDPOINT and "
+                         "ACCESS_KEY_ID/SECRET_ACCESS_KEY in the trainer's env") from None
+    except OSError as e:
+        raise ValueError(f"GET {source}: {e}: check ENDPOINT in the trainer's env") from None
+
+
 if __name__ == "__main__":
-    archive, dest, digest = sys.argv[1:4]
-    with open(archive, "rb") as f:
-        n = extract(f.read(), dest, digest)
+    source, dest, digest = sys.argv[1:4]
+    try:
+        n = extract(read(source, os.environ), dest, digest)
+    except (ValueError, OSError, EOFError, tarfile.TarError) as e:
+        sys.exit(f"error: workspace {digest}: {e}")
     print(f"workspace {digest}: {n} entries unpacked into {dest}")
 '''
-"""``python3 -c UNPACK_SCRIPT ARCHIVE DEST DIGEST``; ``extract(data, dest, digest)`` in-process."""
+"""``python3 -c UNPACK_SCRIPT ARCHIVE|s3://BUCKET/KEY DEST DIGEST``; ``extract(data, dest, digest)``
+and ``s3_request(uri, env, now)`` in-process."""

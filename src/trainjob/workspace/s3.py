@@ -1,4 +1,5 @@
-"""A workspace archive as an ``s3://`` object: put by the submitter, got by the init container.
+"""A workspace archive as an ``s3://`` object, put by the submitter (the init container gets it
+with :data:`trainjob.workspace.names.UNPACK_SCRIPT`'s own signed GET, in any image).
 
 For an archive too large for a ConfigMap, or when the user names a place
 (``--workdir-uri s3://bucket/prefix``, ``Workspace(..., storage_uri=...)``), the archive is put
@@ -70,13 +71,3 @@ def put(uri: str, archive: bytes, digest: str, env: Mapping[str, str] | None = N
     except Exception as e:
         raise _explain(e, cfg, bucket, uri) from None
     return True
-
-
-def get(uri: str, env: Mapping[str, str] | None = None) -> bytes:
-    """The object at ``uri``'s bytes."""
-    client, cfg, bucket, key = _client(uri, env)
-    try:
-        body: bytes = client.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except Exception as e:
-        raise _explain(e, cfg, bucket, uri) from None
-    return body

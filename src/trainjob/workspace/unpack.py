@@ -4,7 +4,7 @@
 (stdlib only, for any image with ``python3``); the local and container backends run the same
 function here, so both check the digest and every member's name the same way before anything
 is written (no member lands outside ``dest``: absolute names, ``..``, links and devices are
-refused). Called by ``local/workspaces.py`` and :mod:`trainjob.workspace.fetch`.
+refused). Called by ``local/workspaces.py``.
 """
 
 from __future__ import annotations
@@ -20,11 +20,17 @@ from trainjob.workspace import names
 
 @functools.cache
 def _extract() -> Callable[[bytes, str, str], int]:
-    scope: dict[str, object] = {"__name__": "trainjob_workspace_unpack"}
-    exec(compile(names.UNPACK_SCRIPT, "<workspace-unpack>", "exec"), scope)
-    fn = scope["extract"]
+    fn = script()["extract"]
     assert callable(fn)
     return fn
+
+
+@functools.cache
+def script() -> dict[str, object]:
+    """The names :data:`names.UNPACK_SCRIPT` defines (``extract``, ``read``, ``s3_request``)."""
+    scope: dict[str, object] = {"__name__": "trainjob_workspace_unpack"}
+    exec(compile(names.UNPACK_SCRIPT, "<workspace-unpack>", "exec"), scope)
+    return scope
 
 
 def extract(data: bytes, dest: Path, digest: str) -> int:

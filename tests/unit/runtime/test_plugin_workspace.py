@@ -68,8 +68,8 @@ def test_an_s3_workspace_is_fetched_with_the_trainers_env_and_no_configmap() -> 
     [init] = pod["initContainers"]
     assert init["command"] == [
         "python3",
-        "-m",
-        "trainjob.workspace.fetch",
+        "-c",
+        names.UNPACK_SCRIPT,
         URI,
         "/trainjob/workspace",
         DIGEST,

@@ -9,13 +9,12 @@ trainer job (and with MPI of its ``node`` job, the workers mpirun starts the cod
   working directory of a container that sets none (so the function of a CustomTrainer imports
   the folder's modules, and relative paths are the folder's);
 * a first init container :data:`~trainjob.workspace.names.INIT_CONTAINER`, on the trainer's
-  image, that fills the volume before the trainer starts: from the ConfigMap
-  ``<trainjob>-workspace`` (key ``workspace.tar.gz``, mounted read-only) with the stdlib-only
-  script :data:`~trainjob.workspace.names.UNPACK_SCRIPT`, or, when the TrainJob names an
-  ``s3://`` object (:data:`~trainjob.workspace.names.URI`), with ``python3 -m
-  trainjob.workspace.fetch`` (an image with trainjob's initializer extra; the trainer's env,
-  its S3 settings among them, is the init container's too). Both check the digest before
-  anything is written.
+  image, that fills the volume before the trainer starts with the stdlib-only script
+  :data:`~trainjob.workspace.names.UNPACK_SCRIPT` (any image with ``python3``): from the
+  ConfigMap ``<trainjob>-workspace`` (key ``workspace.tar.gz``, mounted read-only), or, when
+  the TrainJob names an ``s3://`` object (:data:`~trainjob.workspace.names.URI`), from there
+  (the trainer's env, its S3 settings among them, is the init container's too). It checks the
+  digest and every member before anything is written.
 
 The compiler reads only the annotations: the archive's bytes never pass through it (the
 submitter stores them: a ConfigMap owned by the TrainJob, or the ``s3://`` object); the local
@@ -60,14 +59,7 @@ def init_container(image: str | None, digest: str, uri: str | None, env_of: Obj)
     if image is not None:
         ctr["image"] = image
     if uri:
-        ctr["command"] = [
-            "python3",
-            "-m",
-            "trainjob.workspace.fetch",
-            uri,
-            names.MOUNT_PATH,
-            digest,
-        ]
+        ctr["command"] = ["python3", "-c", names.UNPACK_SCRIPT, uri, names.MOUNT_PATH, digest]
         for key in ("env", "envFrom"):
             if env_of.get(key):
                 ctr[key] = [dict(e) for e in env_of[key]]
