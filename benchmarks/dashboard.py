@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))  # tests/ (the stored jobs, the plain runtime)
 from tests.e2e import local_jobs  # noqa: E402
 from tests.stored_jobs import store_job, trainer_status  # noqa: E402
 
-from trainjob.local.executor import LocalExecutor  # noqa: E402
+from trainjob.local.client.executor import LocalExecutor  # noqa: E402
 
 
 def start(home: Path) -> tuple[subprocess.Popen[str], str]:

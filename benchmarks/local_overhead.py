@@ -251,7 +251,7 @@ def main() -> int:
         ex = LocalExecutor(Path(tmp) / "home")
         cex = None
         if not skipped:
-            from trainjob.local.containers import ContainerSettings, Mount
+            from trainjob.local.job.containers import ContainerSettings, Mount
 
             mount = Mount(tmp, tmp, read_only=True)
             cex = LocalExecutor(

@@ -54,8 +54,8 @@ from trainjob import progress  # noqa: E402
 from trainjob.core import trainerstatus as ts  # noqa: E402
 from trainjob.kube import Client  # noqa: E402
 from trainjob.kube import resources as r  # noqa: E402
-from trainjob.local import statusserver  # noqa: E402
-from trainjob.local.store import JobRow, ReportRow, Store  # noqa: E402
+from trainjob.local.job import statusserver  # noqa: E402
+from trainjob.local.state.store import JobRow, ReportRow, Store  # noqa: E402
 
 METRICS = {f"metric_{i}": 0.5 + i for i in range(10)}
 

@@ -30,7 +30,7 @@ from tests.e2e import sdk_funcs
 
 from trainjob import CustomTrainer, LocalBackendConfig, TrainerClient
 from trainjob.client import builder
-from trainjob.local import store as st
+from trainjob.local.state import store as st
 from trainjob.runtime import compile
 
 TARGET_MS = 100.0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from trainjob.local import ptree
+from trainjob.local.state import ptree
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "hack" / "build-images.sh"

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from trainjob.core import times
-from trainjob.local import home as homes
-from trainjob.local.executor import LocalExecutor
-from trainjob.local.store import EventRow, JobRow, PodRow
+from trainjob.local.client.executor import LocalExecutor
+from trainjob.local.state import home as homes
+from trainjob.local.state.store import EventRow, JobRow, PodRow
 
 
 def trainer_status(

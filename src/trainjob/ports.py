@@ -2,7 +2,7 @@
 process that other pods must reach, a foreign binary whose configuration names its port), picked
 where nothing else is likely to take them meanwhile.
 
-Used by the local backend (:mod:`trainjob.local.runner`: each declared ``containerPort`` of each
+Used by the local backend (:mod:`trainjob.local.job.runner`: each declared ``containerPort`` of each
 pod) and, through :mod:`trainjob.controller.http`, by tests and benchmarks. A server that can bind
 port 0 itself and report its port back needs none of this.
 """
@@ -31,7 +31,7 @@ def ephemeral_ports() -> tuple[int, int]:
 
 def port_is_free(port: int) -> bool:
     """Whether ``port`` can be bound on every interface right now."""
-    import socket  # here: every reader of a job's liveness imports local/procs, and so this
+    import socket  # here: every reader of a job's liveness imports local/state/procs, and so this
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:

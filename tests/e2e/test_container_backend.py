@@ -34,8 +34,8 @@ from trainjob.api.trainer import TrainJob
 from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.local import LocalExecutor
-from trainjob.local.containers import ContainerSettings, Mount
-from trainjob.local.supervisor import ENV_TEARDOWN_TIMEOUT
+from trainjob.local.job.containers import ContainerSettings, Mount
+from trainjob.local.job.supervisor import ENV_TEARDOWN_TIMEOUT
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

@@ -37,7 +37,7 @@ from tests.e2e.dashboard_browser import (
     until,
 )
 
-from trainjob.local.executor import LocalExecutor
+from trainjob.local.client.executor import LocalExecutor
 
 pytestmark = pytest.mark.e2e
 

@@ -21,8 +21,9 @@ import pytest
 from tests.e2e import local_jobs as L
 from tests.e2e.hostile_jobs import CLEARED_POD, ROLES
 
-from trainjob.local import LocalExecutor, logfiles, procs, ptree
-from trainjob.local import home as homes
+from trainjob.local import LocalExecutor
+from trainjob.local.state import home as homes
+from trainjob.local.state import logfiles, procs, ptree
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 90.0

@@ -23,8 +23,9 @@ from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
 from trainjob.executor.model import JobFailedError
-from trainjob.local import LocalExecutor, procs
-from trainjob.local import home as homes
+from trainjob.local import LocalExecutor
+from trainjob.local.state import home as homes
+from trainjob.local.state import procs
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 90.0

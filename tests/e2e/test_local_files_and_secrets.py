@@ -26,7 +26,8 @@ from tests.redteam.cases import cli, environment
 from trainjob import CustomTrainer, TrainerClient
 from trainjob.client.config import LocalProcessBackendConfig
 from trainjob.errors import ConfigError
-from trainjob.local import LocalExecutor, procs
+from trainjob.local import LocalExecutor
+from trainjob.local.state import procs
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 90.0

@@ -20,7 +20,8 @@ import pytest
 from tests.e2e import local_jobs as L
 from tests.e2e.hostile_jobs import POD, ROLES
 
-from trainjob.local import LocalExecutor, procs, ptree
+from trainjob.local import LocalExecutor
+from trainjob.local.state import procs, ptree
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 60.0

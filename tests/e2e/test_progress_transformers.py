@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trainjob.local import statusserver
+from trainjob.local.job import statusserver
 
 pytestmark = pytest.mark.e2e
 transformers = pytest.importorskip("transformers")

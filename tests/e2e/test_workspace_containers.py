@@ -13,8 +13,8 @@ from tests import containers
 from tests.e2e import local_jobs as L
 
 from trainjob.local import LocalExecutor
-from trainjob.local import workspaces as local_workspaces
-from trainjob.local.containers import ContainerSettings
+from trainjob.local.client import workspaces as local_workspaces
+from trainjob.local.job.containers import ContainerSettings
 from trainjob.workspace import names, pack
 
 pytestmark = pytest.mark.e2e

@@ -236,7 +236,7 @@ def followed_endless_line_stays_small(work: Path) -> Outcome:
 
 
 def _stored_job(home: Path, name: str) -> None:
-    from trainjob.local import store
+    from trainjob.local.state import store
 
     s = store.Store(home / "trainjob.db")
     s.insert_job(
@@ -411,7 +411,7 @@ def store_link_is_refused(work: Path) -> Outcome:
 
 
 def secret_volume_files_are_private(work: Path) -> Outcome:
-    from trainjob.local import pods, volumes
+    from trainjob.local.job import pods, volumes
     from trainjob.runtime.plan import Plan
 
     plan = Plan(({"kind": "Secret", "metadata": {"name": "ssh"}, "data": {"id_rsa": base64.b64encode(b"K").decode()}},))  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.redteam.cases import cli
-from trainjob.local import logfiles
+from trainjob.local.state import logfiles
 
 LIMIT = "3 MiB, the most a Kubernetes API request may hold: check that it is the manifest you meant, or split it"
 

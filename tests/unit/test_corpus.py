@@ -108,7 +108,7 @@ def test_local_corpus_is_complete() -> None:
 def test_run_refuses_what_this_machine_cannot_run(
     case: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    from trainjob.local import limits
+    from trainjob.local.client import limits
 
     machine = {  # what this machine has, as the messages say it
         f"at most {limits.max_procs_per_node()} on": "at most {limit} on",

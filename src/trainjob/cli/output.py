@@ -113,7 +113,7 @@ def executor() -> "Executor":
         from trainjob.cluster.executor import KubernetesExecutor
 
         return KubernetesExecutor(TARGET.kubeconfig, TARGET.context)
-    from trainjob.local.executor import LocalExecutor
+    from trainjob.local.client.executor import LocalExecutor
 
     if TARGET.backend is Backend.container:
         return LocalExecutor(runner=container_runner())
@@ -126,7 +126,7 @@ def container_runner() -> str:
     submitted through it run as containers; every other verb acts on any job of the home."""
     import os
 
-    from trainjob.local.containers import ContainerSettings, engine
+    from trainjob.local.job.containers import ContainerSettings, engine
 
     found = engine.detect(os.environ.get("TRAINJOB_CONTAINER_RUNTIME") or None)
     return ContainerSettings(engine=found.command).to_json()

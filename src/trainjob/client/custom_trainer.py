@@ -18,7 +18,7 @@ from typing import Any
 from trainjob.client import constants as c
 from trainjob.client import function, runtimes, types
 from trainjob.client.trainer_fields import env_list, num_nodes
-from trainjob.local import home as homes
+from trainjob.local.state import home as homes
 
 _PIP = "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install"
 _PIP_SCRIPT = textwrap.dedent(

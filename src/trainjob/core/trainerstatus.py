@@ -9,7 +9,7 @@ trainjobstatus``), the limits and the error bodies its status server's (``pkg/st
 the client side the Kubeflow SDK 0.5.0's ``update_trainjob_status``.
 
 One home for all three: :mod:`trainjob.progress` (the helper training code calls), the local
-supervisor's loopback server (:mod:`trainjob.local.statusserver`) and the controller's
+supervisor's loopback server (:mod:`trainjob.local.job.statusserver`) and the controller's
 (:mod:`trainjob.controller.statusserver`) read these names and :func:`parse_request` checks a
 body the same way in both places (the CRD's limits, ``api/crd_rules.py``, which a unit test
 holds these to).

@@ -1,6 +1,6 @@
 """``Executor``: the one interface behind which a TrainJob runs, whatever runs it.
 
-Implemented once for this machine (:class:`trainjob.local.executor.LocalExecutor`: processes, a
+Implemented once for this machine (:class:`trainjob.local.client.executor.LocalExecutor`: processes, a
 SQLite store) and once for a cluster (:class:`trainjob.cluster.executor.KubernetesExecutor`: the
 apiserver, where trainjob's or upstream's controller and JobSet run the job). The SDK's backends
 (:mod:`trainjob.client.backends`) and the CLI (:mod:`trainjob.cli.jobs`) are thin adapters over

@@ -16,7 +16,7 @@ A plugin that builds objects of a kind declares it (its ``kinds()``, upstream's
   nothing to one machine).
 
 Read by ``controller/manager.py`` (informers), ``controller/reconcile.py`` (apply),
-``controller/rbac.py`` (rules) and ``local/executor.py`` (a kind it cannot run is refused before
+``controller/rbac.py`` (rules) and ``local/client/executor.py`` (a kind it cannot run is refused before
 anything starts). Pure data: no I/O.
 """
 

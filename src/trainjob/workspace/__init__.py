@@ -7,7 +7,7 @@ TrainJob records the digest and the folder in annotations (:mod:`.names`); the c
 Workspace plugin (``runtime/plugins/workspace.py``) gives the trainer pods an init container that
 unpacks the archive (from the TrainJob's ConfigMap or an ``s3://`` object) into a volume on
 ``PYTHONPATH``, set as the working directory. The local and container backends unpack it once
-per digest under ``$TRAINJOB_HOME/workspaces`` instead (``local/workspaces.py``); the
+per digest under ``$TRAINJOB_HOME/workspaces`` instead (``local/client/workspaces.py``); the
 Kubernetes backend stores it (``cluster/workspaces.py``).
 
 One home for the archive's format: :mod:`.names` (pure: names and the unpack script the init

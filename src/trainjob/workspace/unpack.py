@@ -4,7 +4,7 @@
 (stdlib only, for any image with ``python3``); the local and container backends run the same
 function here, so both check the digest and every member's name the same way before anything
 is written (no member lands outside ``dest``: absolute names, ``..``, links and devices are
-refused). Called by ``local/workspaces.py``.
+refused). Called by ``local/client/workspaces.py``.
 """
 
 from __future__ import annotations

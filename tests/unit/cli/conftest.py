@@ -12,8 +12,8 @@ import pytest
 @pytest.fixture
 def home_with_jobs(tmp_path: Path) -> Path:
     """A home holding two finished jobs and a live one (submitted a moment ago)."""
-    from trainjob.local import home as homes
-    from trainjob.local.store import JobRow, Store
+    from trainjob.local.state import home as homes
+    from trainjob.local.state.store import JobRow, Store
 
     home = tmp_path / "home"
     store = Store(homes.db_path(home))

@@ -131,8 +131,8 @@ def home(home_with_jobs: Path) -> Path:
     import copy
 
     from trainjob import catalog
-    from trainjob.local import home as homes
-    from trainjob.local.store import Store
+    from trainjob.local.state import home as homes
+    from trainjob.local.state.store import Store
 
     store = Store(homes.db_path(home_with_jobs))
     torch = copy.deepcopy(catalog.builtin_documents()[3])

@@ -39,7 +39,7 @@ HEAVY = {
     "trainjob.kube.client": "the Kubernetes client",
     "trainjob.controller.manager": "the controller",
     "trainjob.cluster.executor": "the cluster's executor",
-    "trainjob.local.supervisor": "the local supervisor",
+    "trainjob.local.job.supervisor": "the local supervisor",
 }
 """Modules none of the probed commands may load, and what each is."""
 
@@ -81,7 +81,7 @@ def test_get_jobs_on_an_empty_home_loads_nothing_heavy(tmp_path: Path) -> None:
 
 def test_get_jobs_with_jobs_loads_nothing_heavy(home_with_jobs: Path) -> None:
     modules = loaded(home_with_jobs, "get", "jobs", "-o", "wide")
-    assert "trainjob.local.store" in modules  # it did read the jobs
+    assert "trainjob.local.state.store" in modules  # it did read the jobs
     assert heavy_in(modules) == {}
 
 
@@ -118,13 +118,13 @@ LISTING_NEEDS_NONE = {
     "dataclasses": "the job model and the store's rows are plain classes and named tuples",
     "inspect": "imported by dataclasses",
     "logging": "the local executor's logger loads on its first message",
-    "subprocess": "a supervisor or a pod is started elsewhere (local/launch.py, local/procs.py)",
-    "signal": "local/procs.py sends SIGKILL and SIGTERM by their numbers",
-    "ctypes": "the process table of a dead job (local/ptree.py), a child's prctl",
+    "subprocess": "a supervisor or a pod is started elsewhere (local/client/launch.py, local/state/procs.py)",
+    "signal": "local/state/procs.py sends SIGKILL and SIGTERM by their numbers",
+    "ctypes": "the process table of a dead job (local/state/ptree.py), a child's prctl",
     "shutil": "removing a job's files, a disk's free space",
     "queue": "following several pods' logs (executor/base.py)",
     "trainjob.executor.triage": "why a Failed job failed (describe, run --follow)",
-    "trainjob.local.ptree": "stopping a dead supervisor's processes",
+    "trainjob.local.state.ptree": "stopping a dead supervisor's processes",
 }
 """What ``get jobs`` on the local backend does not need; each costs start-up (1-20 ms on the
 2-core machine, benchmarks/cli_startup.py) for a command a user types most."""
@@ -136,7 +136,7 @@ LISTING_NEEDS_NONE = {
 def test_get_jobs_loads_only_what_a_listing_needs(home_with_jobs: Path, argv: list[str]) -> None:
     """The home holds a live job too (submitted a moment ago): its liveness check runs."""
     modules = loaded(home_with_jobs, *argv)
-    assert "trainjob.local.liveness" in modules and "trainjob.local.store" in modules
+    assert "trainjob.local.client.liveness" in modules and "trainjob.local.state.store" in modules
     assert {m: why for m, why in LISTING_NEEDS_NONE.items() if m in modules} == {}
 
 
@@ -221,7 +221,7 @@ def test_main_leaves_the_cycle_collector_as_it_found_it(
 def test_the_signal_numbers_procs_sends_are_signals() -> None:
     import signal
 
-    from trainjob.local import procs
+    from trainjob.local.state import procs
 
     assert (procs._SIGKILL, procs._SIGTERM) == (signal.SIGKILL, signal.SIGTERM)
 

@@ -30,7 +30,8 @@ from trainjob import (
 )
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.client.config import LocalProcessBackendConfig
-from trainjob.local import LocalExecutor, limits
+from trainjob.local import LocalExecutor
+from trainjob.local.client import limits
 
 EXPECTED: dict[str, tuple[str, str]] = {
     "resources-per-node-is-a-string": (

@@ -168,8 +168,8 @@ def test_container_settings_follow_the_config(
     """Upstream's fields become the executor's container settings (the engine lookup, which runs
     podman or docker, is replaced here by a fixed answer; tests/e2e runs the real one)."""
     from trainjob.client.backends import container
-    from trainjob.local.containers import engine
-    from trainjob.local.containers.engine import Engine
+    from trainjob.local.job.containers import engine
+    from trainjob.local.job.containers.engine import Engine
 
     monkeypatch.setattr(engine, "detect", lambda runtime, host: Engine("/usr/bin/podman"))
     cfg = config.ContainerBackendConfig(
@@ -200,7 +200,7 @@ def test_no_container_engine_is_a_config_error_that_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from trainjob.errors import ConfigError
-    from trainjob.local.containers import engine
+    from trainjob.local.job.containers import engine
 
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ConfigError, match="needs docker or podman") as err:

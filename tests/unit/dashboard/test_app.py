@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from tests.stored_jobs import store_job, trainer_status
 from trainjob.dashboard.app import create_app
-from trainjob.local.executor import LocalExecutor
+from trainjob.local.client.executor import LocalExecutor
 
 
 @pytest.fixture

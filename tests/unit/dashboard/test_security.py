@@ -14,7 +14,7 @@ from trainjob.dashboard import security
 from trainjob.dashboard.app import create_app
 from trainjob.dashboard.server import bind, url_of
 from trainjob.errors import ConfigError
-from trainjob.local.executor import LocalExecutor
+from trainjob.local.client.executor import LocalExecutor
 
 
 def app(home: Path, token: str | None, loopback_only: bool):  # type: ignore[no-untyped-def]

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainjob.local.containers.engine import Engine
-from trainjob.local.containers.runner import remove_job
+from trainjob.local.job.containers.engine import Engine
+from trainjob.local.job.containers.runner import remove_job
 
 # The fake engine: `ps`/`network ls` list what the state file holds (for the job's label);
 # `rm`/`network rm` remove it, except names in "sticky" (an engine that keeps them) and, while

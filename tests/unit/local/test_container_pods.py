@@ -10,10 +10,10 @@ import pytest
 
 from trainjob import catalog
 from trainjob.api.load import parse
-from trainjob.local import pods
-from trainjob.local.containers import pod as cpod
-from trainjob.local.containers.engine import Engine
-from trainjob.local.containers.settings import ContainerSettings, Mount
+from trainjob.local.job import pods
+from trainjob.local.job.containers import pod as cpod
+from trainjob.local.job.containers.engine import Engine
+from trainjob.local.job.containers.settings import ContainerSettings, Mount
 from trainjob.runtime import compile
 from trainjob.runtime.plan import Plan
 
@@ -213,7 +213,7 @@ def test_the_checkpoint_dir_is_mounted_and_named_inside_and_kept_volumes_are_mou
     tmp_path: Path,
 ) -> None:
     """$TRAINJOB_CHECKPOINT_DIR is a host directory: the container gets it at its own path; a
-    kept volume (a job's outputs) is mounted from where trainjob.local.outputs keeps it; the Job
+    kept volume (a job's outputs) is mounted from where trainjob.local.job.outputs keeps it; the Job
     controller's $JOB_COMPLETION_INDEX is set, and the pod's own env wins over the extra env."""
     plan = _plan({"numNodes": 2, "command": ["python", "-c", "print(1)"],
                   "env": [{"name": "TRAINJOB_RESTART_ATTEMPT", "value": "own"}]})  # fmt: skip

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trainjob.local import files, podrun, pods, volumes
+from trainjob.local.job import podrun, pods, volumes
+from trainjob.local.state import files
 from trainjob.runtime.plan import Plan
 
 

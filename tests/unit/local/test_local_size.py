@@ -13,7 +13,7 @@ import pytest
 from trainjob.api.load import parse
 from trainjob.errors import InvalidError
 from trainjob.local import LocalExecutor
-from trainjob.local.limits import MAX_LOCAL_PODS
+from trainjob.local.client.limits import MAX_LOCAL_PODS
 
 
 def trainjob(num_nodes: int):  # type: ignore[no-untyped-def]

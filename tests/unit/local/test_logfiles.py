@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainjob.errors import NotFoundError
-from trainjob.local import logfiles
+from trainjob.local.state import logfiles
 
 
 @pytest.mark.parametrize(

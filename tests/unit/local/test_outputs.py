@@ -10,8 +10,8 @@ import pytest
 from trainjob import catalog
 from trainjob.api.load import parse
 from trainjob.errors import ConfigError
-from trainjob.local import home as homes
-from trainjob.local import outputs, pods
+from trainjob.local.job import outputs, pods
+from trainjob.local.state import home as homes
 from trainjob.runtime import compile
 from trainjob.runtime.plan import Plan
 

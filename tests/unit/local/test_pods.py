@@ -12,7 +12,7 @@ import pytest
 from tests.e2e import local_jobs as L
 from trainjob import catalog
 from trainjob.api.load import parse
-from trainjob.local import mpi, podrun, pods
+from trainjob.local.job import mpi, podrun, pods
 from trainjob.runtime import compile
 from trainjob.runtime.plan import Plan
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from trainjob.local import probes
-from trainjob.local.probes import LIVENESS, READINESS, STARTUP, PodProbes, Probe
+from trainjob.local.job import probes
+from trainjob.local.job.probes import LIVENESS, READINESS, STARTUP, PodProbes, Probe
 
 
 def _parse(ctr: dict[str, Any], ports: dict[int, int] | None = None) -> probes.ContainerProbes:

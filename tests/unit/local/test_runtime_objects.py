@@ -16,8 +16,8 @@ from trainjob import catalog
 from trainjob.api.base import to_dict
 from trainjob.cli import TARGET, Backend, listing
 from trainjob.executor.base import Executor
-from trainjob.local import home as homes
-from trainjob.local.executor import LocalExecutor
+from trainjob.local.client.executor import LocalExecutor
+from trainjob.local.state import home as homes
 
 
 def _stored(home: Path) -> LocalExecutor:

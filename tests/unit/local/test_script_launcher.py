@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from trainjob.client import builder
 from trainjob.client.runtimes import DEFAULT_COMMAND, MPI_COMMAND, TORCH_COMMAND
-from trainjob.local.pods import script_launcher_missing
+from trainjob.local.job.pods import script_launcher_missing
 
 NOWHERE = "/nonexistent"  # a PATH with nothing on it
 

@@ -9,7 +9,7 @@ from trainjob.core import jobset as js
 from trainjob.core import times
 from trainjob.executor import steps
 from trainjob.executor.model import JobState, PodState
-from trainjob.local import status
+from trainjob.local.state import status
 
 
 def test_suspend_then_resume_flips_one_condition_and_its_transition_time() -> None:

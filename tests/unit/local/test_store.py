@@ -13,8 +13,16 @@ import pytest
 
 from tests.e2e import local_jobs as L
 from trainjob.errors import AlreadyExistsError, ConfigError
-from trainjob.local import LocalExecutor, status
-from trainjob.local.store import SCHEMA_VERSION, EventRow, JobRow, PodRow, Store, StoreFullError
+from trainjob.local import LocalExecutor
+from trainjob.local.state import status
+from trainjob.local.state.store import (
+    SCHEMA_VERSION,
+    EventRow,
+    JobRow,
+    PodRow,
+    Store,
+    StoreFullError,
+)
 
 
 def _row(name: str = "j", uid: str = "u1", phase: str = "Running", ts: float = 0.0) -> JobRow:
@@ -101,7 +109,7 @@ def test_a_full_store_is_a_one_line_error_and_the_store_stays_usable(tmp_path: P
 def test_concurrent_writers_in_other_processes_all_land(tmp_path: Path) -> None:
     Store(tmp_path / "db")
     code = (
-        "import sys; from pathlib import Path; from trainjob.local.store import Store, EventRow\n"
+        "import sys; from pathlib import Path; from trainjob.local.state.store import Store, EventRow\n"
         "s = Store(Path(sys.argv[1]))\n"
         "for i in range(100):\n"
         "    s.add_event(EventRow('default', 'j', 'u', 'Normal', 'W' + sys.argv[2], str(i), 't', 'TrainJob', 'j'))\n"
@@ -267,7 +275,7 @@ def test_a_store_from_schema_version_3_gets_the_listing_columns_from_its_jobs_js
 ) -> None:
     """Jobs stored before the listing's columns (schema 3) are listed as before, the columns
     filled in from each job's JSON once, on upgrade."""
-    from trainjob.local import rows
+    from trainjob.local.state import rows
 
     store = Store(tmp_path / "trainjob.db")
     store.insert_job(_finished_row("old", "u0", ttl=None))

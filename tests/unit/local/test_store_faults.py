@@ -19,7 +19,7 @@ import pytest
 from tests.e2e import local_jobs as L
 from tests.redteam.cases import cli
 from trainjob.local import LocalExecutor
-from trainjob.local.store import Store
+from trainjob.local.state.store import Store
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -29,7 +29,7 @@ def _job(home: Path, name: str = "one") -> None:
     ex = LocalExecutor(home)
     ex.apply_runtime(L.runtime())
     ex.store.insert_job(
-        __import__("trainjob.local.store", fromlist=["JobRow"]).JobRow(
+        __import__("trainjob.local.state.store", fromlist=["JobRow"]).JobRow(
             namespace="default", name=name, uid=f"uid-{name}", created="2026-01-01T00:00:00Z",
             created_ts=1.0, trainjob=L.trainjob(name, "print(1)").model_dump_json(by_alias=True),
             runtime="{}", plan="[]", cwd="/", phase="Complete",

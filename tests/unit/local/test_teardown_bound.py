@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainjob.local.supervisor import ENV_TEARDOWN_TIMEOUT, TEARDOWN_TIMEOUT, teardown_timeout
+from trainjob.local.job.supervisor import ENV_TEARDOWN_TIMEOUT, TEARDOWN_TIMEOUT, teardown_timeout
 
 
 def test_unset_or_empty_is_the_default_minute() -> None:

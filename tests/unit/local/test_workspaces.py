@@ -12,8 +12,8 @@ import pytest
 
 from tests.unit.helpers import builtin, pod_spec_of, trainjob
 from trainjob.errors import ConfigError
-from trainjob.local import workspaces
-from trainjob.local.store import JobRow, Store
+from trainjob.local.client import workspaces
+from trainjob.local.state.store import JobRow, Store
 from trainjob.runtime import compile
 from trainjob.workspace import names, pack
 

@@ -15,7 +15,7 @@ import pytest
 import trainjob
 from trainjob import progress
 from trainjob.core import trainerstatus as ts
-from trainjob.local import statusserver
+from trainjob.local.job import statusserver
 
 
 class Server:

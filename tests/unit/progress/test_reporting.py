@@ -16,7 +16,7 @@ import pytest
 
 from trainjob import progress
 from trainjob.core import trainerstatus as ts
-from trainjob.local import statusserver
+from trainjob.local.job import statusserver
 from trainjob.trainers import reporting
 
 transformers = pytest.importorskip("transformers")

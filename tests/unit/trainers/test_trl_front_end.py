@@ -90,7 +90,7 @@ def test_the_local_backend_runs_trainjobs_trl_even_where_trls_cli_is_installed()
     import shutil
     import sys
 
-    from trainjob.local import pods
+    from trainjob.local.job import pods
 
     venv_bin = os.path.dirname(sys.executable)
     if shutil.which("trl", path=venv_bin) is None:

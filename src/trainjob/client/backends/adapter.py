@@ -1,7 +1,7 @@
 """``ExecutorBackend``: TrainerClient's verbs over one :class:`~trainjob.executor.base.Executor`.
 
 Both backends of the SDK are this adapter over the executor the CLI uses too — the local one over
-:class:`trainjob.local.executor.LocalExecutor`, the kubernetes one over
+:class:`trainjob.local.client.executor.LocalExecutor`, the kubernetes one over
 :class:`trainjob.cluster.executor.KubernetesExecutor` — so ``get_job``, ``list_jobs``,
 ``get_job_logs`` (followed across restarts), ``get_job_events`` and ``delete_job`` report and act
 the same way everywhere. What a backend adds is small: how it builds and submits a TrainJob and how

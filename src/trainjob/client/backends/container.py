@@ -12,7 +12,7 @@ import logging
 
 from trainjob.client.backends.local import LocalBackend
 from trainjob.client.config import ContainerBackendConfig, LocalProcessBackendConfig
-from trainjob.local.containers import ContainerSettings, Mount, engine
+from trainjob.local.job.containers import ContainerSettings, Mount, engine
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class ContainerBackend(LocalBackend):
     name = "container"
 
     def __init__(self, cfg: ContainerBackendConfig | None = None) -> None:
-        from trainjob.local.executor import LocalExecutor
+        from trainjob.local.client.executor import LocalExecutor
 
         self.container_cfg = cfg or ContainerBackendConfig()
         local = LocalProcessBackendConfig(

@@ -1,4 +1,4 @@
-"""The ``local`` backend: TrainerClient over :class:`trainjob.local.executor.LocalExecutor`.
+"""The ``local`` backend: TrainerClient over :class:`trainjob.local.client.executor.LocalExecutor`.
 
 Jobs are the same TrainJob manifests a cluster would get, run as processes on this machine (one
 per pod, multi-node included) by the local executor, which the CLI uses too; the verbs are the
@@ -31,7 +31,7 @@ class LocalBackend(ExecutorBackend):
     def __init__(self, cfg: LocalProcessBackendConfig | None = None, executor: Any = None) -> None:
         self.cfg = cfg or LocalProcessBackendConfig()
         if executor is None:
-            from trainjob.local.executor import LocalExecutor
+            from trainjob.local.client.executor import LocalExecutor
 
             executor = LocalExecutor(self.cfg.home)
         self.executor = executor

@@ -1,7 +1,7 @@
 """Resume: the restart attempt and a checkpoint directory in a cluster pod's env (trainjob's own).
 
 The local backend gives every container ``$TRAINJOB_RESTART_ATTEMPT`` and
-``$TRAINJOB_CHECKPOINT_DIR`` (``trainjob.local.home``), so custom training code resumes after a
+``$TRAINJOB_CHECKPOINT_DIR`` (``trainjob.local.state.home``), so custom training code resumes after a
 JobSet restart. On a cluster the same code gets the same variables from this plugin, when the
 JobSet can restart at all (``failurePolicy.maxRestarts`` > 0), in every container of the trainer
 job:

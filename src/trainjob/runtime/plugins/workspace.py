@@ -19,7 +19,7 @@ trainer job (and with MPI of its ``node`` job, the workers mpirun starts the cod
 The compiler reads only the annotations: the archive's bytes never pass through it (the
 submitter stores them: a ConfigMap owned by the TrainJob, or the ``s3://`` object); the local
 backends swap the volume for their read-only copy of the snapshot and drop the init container
-(``local/workspaces.py``). Validation: the digest is ``sha256:`` and 64 hex digits, the URI an
+(``local/client/workspaces.py``). Validation: the digest is ``sha256:`` and 64 hex digits, the URI an
 ``s3://bucket/key``, and neither changes once the TrainJob exists (a rerun runs the same code).
 """
 
