@@ -6,8 +6,9 @@ here, around the TrainJob's creation:
 
 * :func:`before_create`: with a URI annotation the archive is put at that ``s3://`` object
   (unless it is there: the key is the digest); without one it must fit in a ConfigMap
-  (:data:`~trainjob.workspace.names.CONFIGMAP_LIMIT`), else the submit is refused, before
-  anything is created, with the fix (an ``s3://`` place);
+  (:data:`~trainjob.workspace.names.CONFIGMAP_LIMIT`), else it goes under the prefix the
+  runtime's own URI annotation names, else the submit is refused, before anything is created,
+  with the fix (an ``s3://`` place);
 * :func:`after_create`: the ConfigMap ``<trainjob>-workspace`` (``binaryData``, immutable, the
   digest in an annotation) with the TrainJob as its controlling owner, so that deleting the
   TrainJob collects it (Kubernetes' garbage collector). A ConfigMap of that name left by an
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trainjob.api import constants as c
@@ -31,6 +33,7 @@ from trainjob.workspace import names
 from trainjob.workspace.pack import Snapshot, human
 
 if TYPE_CHECKING:
+    from trainjob.api.trainer import Runtime
     from trainjob.kube import Client
 
 Obj = dict[str, Any]
@@ -40,14 +43,33 @@ def _annotations(trainjob: Obj) -> dict[str, str]:
     return dict((trainjob.get("metadata") or {}).get("annotations") or {})
 
 
-def before_create(trainjob: Obj, snapshot: Snapshot) -> None:
-    """Store the archive in S3 (a URI annotation), or check that a ConfigMap holds it."""
+def runtime_uri(runtime: Runtime | None) -> str | None:
+    """The ``s3://`` prefix a runtime names for archives too large for a ConfigMap (its
+    annotation :data:`~trainjob.workspace.names.URI`), None when it names none."""
+    if runtime is None or runtime.metadata is None:
+        return None
+    return (runtime.metadata.annotations or {}).get(names.URI) or None
+
+
+def before_create(
+    trainjob: Obj, snapshot: Snapshot, runtime_prefix: Callable[[], str | None] | None = None
+) -> None:
+    """Store the archive in S3 (a URI annotation), or check that a ConfigMap holds it; one too
+    large for a ConfigMap goes under the runtime's prefix when it names one (``trainjob``'s
+    URI annotation is set to the object then)."""
     ann = _annotations(trainjob)
     if ann.get(names.DIGEST) != snapshot.digest:
         raise ConfigError(
             f"metadata.annotations[{names.DIGEST}]: must be the snapshot's digest {snapshot.digest}"
         )
     uri = ann.get(names.URI)
+    if not uri and len(snapshot.archive) > names.CONFIGMAP_LIMIT and runtime_prefix is not None:
+        prefix = runtime_prefix()
+        if prefix:
+            from trainjob.workspace import s3
+
+            uri = s3.object_uri(prefix, snapshot.digest)
+            trainjob.setdefault("metadata", {}).setdefault("annotations", {})[names.URI] = uri
     if uri:
         from trainjob.workspace import s3
 

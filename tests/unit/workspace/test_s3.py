@@ -122,3 +122,26 @@ def test_the_scripts_signature_is_botocores() -> None:
 def test_a_storage_uri_that_is_not_s3_is_refused() -> None:
     with pytest.raises(ConfigError, match="must be s3://bucket or s3://bucket/prefix"):
         s3.object_uri("gs://code", "sha256:" + "0" * 64)
+
+
+def test_an_archive_too_large_for_a_configmap_goes_under_the_runtimes_prefix(
+    tmp_path: Path, server: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.helpers import builtin
+    from trainjob.cluster import workspaces
+
+    endpoint, client = server
+    for name, value in settings(endpoint).items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "noise.bin").write_bytes(os.urandom(names.CONFIGMAP_LIMIT + 1))
+    snap = pack.pack(tmp_path / "big")
+    runtime = builtin("torch-distributed").model_copy(deep=True)  # the cached one stays as is
+    assert workspaces.runtime_uri(runtime) is None
+    runtime.metadata.annotations = {names.URI: "s3://code/runtime-prefix"}
+    job: dict[str, Any] = {"metadata": {"name": "t", "annotations": snap.annotations()}}
+    workspaces.before_create(job, snap, lambda: workspaces.runtime_uri(runtime))
+    uri = job["metadata"]["annotations"][names.URI]
+    assert uri == s3.object_uri("s3://code/runtime-prefix", snap.digest)
+    body = client.get_object(Bucket="code", Key=uri.removeprefix("s3://code/"))["Body"].read()
+    assert body == snap.archive
