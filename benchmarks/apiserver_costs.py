@@ -49,10 +49,9 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import controller as bench  # noqa: E402
 
-from trainjob import certs  # noqa: E402
 from trainjob.api.load import parse  # noqa: E402
 from trainjob.controller import runtimes  # noqa: E402
-from trainjob.kube import Client  # noqa: E402
+from trainjob.kube import Client, certs  # noqa: E402
 from trainjob.kube import resources as r  # noqa: E402
 from trainjob.runtime import compile  # noqa: E402
 from trainjob.runtime.compiler import CompileOptions  # noqa: E402

@@ -54,7 +54,7 @@ def main() -> None:
 
     w, b = (p.item() for p in model.module.parameters())
     if rank == 0:
-        say(f"done: y = {w:.2f}x + {b:.2f}")
+        say(f"done: y = {w:.2f}x {'-' if b < 0 else '+'} {abs(b):.2f}")
     dist.barrier()
     dist.destroy_process_group()
 

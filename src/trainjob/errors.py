@@ -12,6 +12,10 @@ Field errors render exactly as Kubernetes' ``field.Error`` does, so a user sees 
 line from ``trainjob plan``, the admission webhook and the controller::
 
     spec.trainer.numNodes: Invalid value: 0: must be greater than or equal to 1
+
+At the top of the package because it is public (``trainjob.errors``, re-exported by
+``trainjob``) and every layer raises these, from the API models to the CLI; it imports only the
+standard library.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@
 ``name -> module`` and set ``__getattr__, __dir__ = lazy.exports(__name__, EXPORTS)``, so that
 importing a package loads none of its heavy modules (pydantic models, the SDK) until a name is
 used. A name once imported is set on the package, so later lookups are plain attribute reads.
+
+At the top of the package because the packages that use it sit in every layer (and
+``trainjob`` itself does); it imports only the standard library.
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@ process that other pods must reach, a foreign binary whose configuration names i
 where nothing else is likely to take them meanwhile.
 
 Used by the local backend (:mod:`trainjob.local.job.runner`: each declared ``containerPort`` of each
-pod) and, through :mod:`trainjob.controller.http`, by tests and benchmarks. A server that can bind
-port 0 itself and report its port back needs none of this.
+pod) and by tests and benchmarks. A server that can bind port 0 itself and report its port back
+needs none of this.
+
+At the top of the package for now: its one user in the package is the local runner, whose room
+(``trainjob.local.job``) it belongs in; it moves there in a later step.
 """
 
 from __future__ import annotations

@@ -24,10 +24,22 @@ run the throttle must not drop (trainjob's built-in trainers send them,
 metrics). The 5 s throttle would otherwise drop whichever came within 5 s of the report before;
 a run's last report is what a finished job shows for good. It counts for the throttle as any
 accepted update does.
+
+A throttled call is not lost for good: the newest one is held, and when the process exits
+(``atexit``) a held report newer than the last accepted update is sent, with the time it was
+made. Training code that reports every step (``progress_percent=100`` at its last) thus ends
+with its last call's report, not with whatever came 5 s before it; the calls still return False
+at once, as upstream's, and a process that reported nothing since its last accepted update sends
+nothing at exit.
+
+At the top of the package because ``trainjob.progress`` is a public import path (docs/progress.md;
+``trainjob.update_trainjob_status`` is its re-export) that training code imports inside a pod,
+with the standard library only.
 """
 
 from __future__ import annotations
 
+import atexit
 import http.client
 import json
 import logging
@@ -51,13 +63,16 @@ _token: str | None = None
 _token_read = 0.0
 _conn: http.client.HTTPConnection | None = None
 _conn_key: tuple[str, str, str | None] | None = None
+_Report = tuple[int | None, int | None, dict[str, float | int | str] | None, datetime]
+_held: _Report | None = None  # the newest throttled call, sent at exit (see the docstring)
+_at_exit = False  # whether _send_held is registered with atexit
 
 
 def _reset() -> None:
     """Forget the throttle, the cached token and the connection (tests, a forked process)."""
-    global _last_update, _token, _token_read, _conn, _conn_key
+    global _last_update, _token, _token_read, _conn, _conn_key, _held
     with _lock:
-        _last_update, _token, _token_read, _conn_key = 0.0, None, 0.0, None
+        _last_update, _token, _token_read, _conn_key, _held = 0.0, None, 0.0, None, None
         if _conn is not None:
             _conn.close()
         _conn = None
@@ -157,8 +172,9 @@ def _update(
     metrics: Mapping[str, float | int | str] | None,
     *,
     force: bool,
+    made: datetime | None = None,
 ) -> bool:
-    global _last_update
+    global _last_update, _held, _at_exit
     try:
         url = os.environ.get(ts.ENV_SERVER_URL)
         if not url:
@@ -166,12 +182,18 @@ def _update(
         with _lock:
             now = time.monotonic()
             if not force and _last_update and now - _last_update < ts.MIN_UPDATE_INTERVAL_SECONDS:
+                copied = dict(metrics) if metrics else None
+                _held = (progress_percent, estimated_remaining_seconds, copied, datetime.now(UTC))
+                if not _at_exit:
+                    atexit.register(_send_held)
+                    _at_exit = True
                 return False
             token = _read_token(os.environ.get(ts.ENV_TOKEN), now)
             if not token:
                 _logger.debug("No authentication token available")
                 return False
-            status: dict[str, object] = {"lastUpdatedTime": datetime.now(UTC).isoformat()}
+            when = made or datetime.now(UTC)
+            status: dict[str, object] = {"lastUpdatedTime": when.isoformat()}
             if progress_percent is not None:
                 status["progressPercentage"] = max(0, min(100, int(progress_percent)))
             if estimated_remaining_seconds is not None:
@@ -189,6 +211,8 @@ def _update(
             code, answer = _post(url, os.environ.get(ts.ENV_CA_CERT), token, body)
             if code == 200:
                 _last_update = time.monotonic()
+                if _held is not None and _held[3] <= when:
+                    _held = None  # this report is newer than the one held
                 _logger.debug("Status update sent: %s%%", progress_percent)
                 return True
         _logger.warning("Status update failed: HTTP %s", code)
@@ -197,3 +221,13 @@ def _update(
     except Exception as e:  # never raises: progress must not break training
         _logger.warning("Failed to send status update: %s", e)
         return False
+
+
+def _send_held() -> None:
+    """At exit: send the newest throttled report, if none was accepted after it."""
+    global _held
+    with _lock:
+        held, _held = _held, None
+    if held is not None:
+        progress_percent, eta, metrics, made = held
+        _update(progress_percent, eta, metrics, force=True, made=made)

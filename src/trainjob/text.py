@@ -6,6 +6,10 @@ string. :func:`clean` (for messages taken from logs: status, events, describe) d
 sequences and shows any other control character escaped; :func:`printable` (for error messages
 echoing user input) escapes them all, so the user sees exactly what is wrong. Newlines and tabs
 stay. Used by the CLI's error reporting and the local backend's pod messages.
+
+At the top of the package because its users are the front ends (CLI, dashboard), the executor's
+triage and a local job's pods, which may import neither each other nor the API models; it
+imports only ``re``.
 """
 
 from __future__ import annotations

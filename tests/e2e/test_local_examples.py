@@ -61,7 +61,7 @@ def test_torch_ddp_example_all_reduces_on_every_rank_and_completes(tmp_path: Pat
         float(m.group(1)) for line in logs[0] if (m := re.match(r"epoch \d/3 loss (\S+)", line))
     ]
     assert len(losses) == 3 and losses[-1] < losses[0]
-    assert logs[0][-1] == "done: y = 3.00x + -1.00"
+    assert logs[0][-1] == "done: y = 3.00x - 1.00"
 
 
 @pytest.mark.skipif(

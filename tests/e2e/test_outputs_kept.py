@@ -98,7 +98,8 @@ def test_delete_and_replace_keep_outputs_and_purge_removes_them(tmp_path: Path) 
     (tmp_path / "job.yaml").write_text(JOB.replace('"RUN"', '"second"'))
     second = trainjob(home, "run", *files, "--replace", "--wait")
     assert second.returncode == 0, second.stderr
-    assert "outputs kept in" in second.stderr and str(out1.parent) in second.stderr
+    run1 = out1.parent.parent  # RUN/VOLUME/output: delete names the run's folder
+    assert f"outputs kept in {run1} (delete --purge removes them)" in second.stderr
     out2 = _output_dir(home, "keeper")
     assert out2 != out1
     assert (out1 / "adapter.txt").read_text() == "first", "the replaced run's output is kept"

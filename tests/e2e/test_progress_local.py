@@ -99,6 +99,34 @@ def test_update_trainjob_status_reports_progress_and_the_metric_history(
     _reported(ex, "ours")
 
 
+def test_a_complete_custom_job_s_last_report_is_its_last_call(
+    ex: LocalExecutor, tmp_path: Path
+) -> None:
+    """Training code that reports every step, faster than the 5 s throttle, ends at 100 %: its
+    last call, throttled, is sent when the process exits (before: the job stayed Complete at the
+    last report 5 s before, 91 % in issue 31's run)."""
+    code = textwrap.dedent(
+        """
+        import time
+        from trainjob import update_trainjob_status
+        for step in range(1, 11):
+            time.sleep(0.1)
+            update_trainjob_status(
+                progress_percent=10 * step,
+                estimated_remaining_seconds=10 - step,
+                metrics={"step": step},
+            )
+        """
+    )
+    ex.submit(L.trainjob("fast", code), cwd=str(tmp_path))
+    state = ex.wait("fast", "default", timeout=TIMEOUT)
+    assert state.phase == "Complete"
+    history = ex.metric_history("fast", "default")
+    assert [s.progress_percentage for s in history] == [10, 100], history
+    assert history[-1].metrics == {"step": "10"} and history[-1].estimated_remaining_seconds == 0
+    assert state.progress is not None and state.progress.progress_percentage == 100
+
+
 def _kubeflow_sdk_python() -> str:
     script = REPO / "hack" / "kubeflow-sdk-venv.sh"
     cached = Path.home() / ".cache/trainjob/kubeflow-sdk/kubeflow-0.5.0/bin/python"

@@ -44,7 +44,7 @@ def test_the_use_commands_run_in_order_and_show_what_their_comments_say(user: wh
         assert out.returncode == 0, f"{command}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         said[command] = out.stdout + out.stderr
     assert "kind: JobSet" in said["trainjob plan -f examples/torch-ddp.yaml"]
-    assert "done: y = 3.00x + -1.00" in said["trainjob run -f examples/torch-ddp.yaml --follow"]
+    assert "done: y = 3.00x - 1.00" in said["trainjob run -f examples/torch-ddp.yaml --follow"]
     jobs = said["trainjob get jobs"].splitlines()
     assert jobs[0].split() == [
         "NAME",

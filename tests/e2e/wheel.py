@@ -2,8 +2,12 @@
 repository, used from a folder of their own that holds a copy of ``examples/``.
 
 ``build(root)`` builds the wheel (``uv build``, as README's Install section says) and installs it
-with the ``torch,initializers,llm`` extras into ``root/venv`` (``uv pip install``: from uv's
-cache, a few seconds; nothing of the repository's ``.venv`` or ``src/`` is on its path).
+with every user's extra (``torch,initializers,llm,dashboard``) into ``root/venv`` (``uv venv``,
+``uv pip install``: from uv's cache, a few seconds; nothing of the repository's ``.venv`` or
+``src/`` is on its path). ``pip_install(root, wheel)`` is the road README's Install block shows,
+its lines as written: ``python3 -m venv .venv && . .venv/bin/activate``, then ``pip install
+'dist/...whl[...]'`` with the extras that need no torch (pip has no uv cache to take torch's
+5 GB from; its packages come from PyPI).
 ``User.env()`` is that user's environment: the venv's ``bin`` first on PATH, a fresh ``HOME`` and
 ``TRAINJOB_HOME``, no cluster configured, no ``PYTHONPATH``. Used by tests/e2e/test_readme.py and
 tests/e2e/test_docs.py through the session fixture in tests/e2e/conftest.py.
@@ -20,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-EXTRAS = "torch,initializers,llm"
+EXTRAS = "torch,initializers,llm,dashboard"
+PIP_EXTRAS = "initializers,dashboard"
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,37 @@ def build(root: Path) -> Install:
         "uv pip install",
     )
     return Install(wheel, venv)
+
+
+def readme_install_lines() -> list[str]:
+    """The commands of README's Install block after the build: the environment step and the
+    ``pip install`` line, comments dropped."""
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"^## Install\n.*?^```sh\n(.*?)^```", text, re.M | re.S)
+    assert block, "README.md's Install section has no sh block"
+    lines = [ln.split("#", 1)[0].strip() for ln in command_lines(block.group(1))]
+    assert lines[0].startswith("uv build --wheel"), lines
+    return lines[1:]
+
+
+def pip_install(root: Path, wheel: Path) -> Install:
+    """README's environment step and ``pip install`` line, as written, in ``root`` (``python3``
+    the interpreter the tests run on, ``dist/`` the built wheel's folder), the extras cut to
+    :data:`PIP_EXTRAS`: what a user without uv types."""
+    python3 = Path(sys.base_prefix) / "bin" / "python3"
+    lines = readme_install_lines()
+    assert lines[0] == "python3 -m venv .venv && . .venv/bin/activate", lines
+    assert lines[1].startswith("pip install 'dist/" + wheel.name + "["), lines
+    (root / "dist").mkdir(exist_ok=True)
+    shutil.copy(wheel, root / "dist" / wheel.name)
+    install = re.sub(r"\[[a-z,]+\]'", f"[{PIP_EXTRAS}]'", lines[1])
+    install = install.replace("pip install ", "pip install --quiet --disable-pip-version-check ", 1)
+    line = lines[0].replace("python3 ", f"{python3} ", 1) + " && " + install
+    res = subprocess.run(
+        ["bash", "-c", line], cwd=root, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert res.returncode == 0, f"{line}\n{res.stdout}{res.stderr}"
+    return Install(wheel, root / ".venv")
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 
 
-# What the controller logs once a server listens (trainjob.controller.http.serve): the
+# What the controller logs once a server listens (trainjob.kube.http.serve): the
 # harness starts it with --metrics-port 0 and --health-port 0 and reads the ports the kernel
 # gave from these lines, so no port is picked here and lost to another process before the
 # controller binds it (a loaded CI machine runs many servers at once).

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from trainjob import certs
-from trainjob.kube import Client
+from trainjob.kube import Client, certs
 from trainjob.kube.resources import Resource
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from tests.integration.controller_harness import wait_for
 
-from trainjob.controller.informer import Informer
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from trainjob.kube.informer import Informer
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration

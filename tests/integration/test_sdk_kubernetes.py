@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from trainjob import CustomTrainer, KubernetesBackendConfig, Labels, TrainerClient
-from trainjob.catalog import builtin_runtimes
+from trainjob.executor.catalog import builtin_runtimes
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ControlPlane

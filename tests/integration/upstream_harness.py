@@ -34,8 +34,8 @@ from typing import Any
 import yaml
 from tests.integration.controller_harness import http_get
 
-from trainjob import certs, ports
-from trainjob.kube import Client
+from trainjob import ports
+from trainjob.kube import Client, certs
 from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError, Forbidden
 from trainjob.ports import free_ports

@@ -515,7 +515,7 @@ PATH = "/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime"
 def _review(port: int, ctx: ssl.SSLContext, timeout: float = 10.0) -> float:
     import httpx
 
-    from trainjob import catalog
+    from trainjob.executor import catalog
 
     rt = catalog.builtin_runtimes()["torch-distributed"].to_dict()
     body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

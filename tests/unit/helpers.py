@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainjob import catalog
 from trainjob.api import constants as c
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainJob
+from trainjob.executor import catalog
 from trainjob.runtime.plan import Plan
 
 Obj = dict[str, Any]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from trainjob import catalog
 from trainjob.cli import main
+from trainjob.executor import catalog
 
 CORPUS = Path(__file__).parent / "corpus"
 CASES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".yaml", ".json"))

@@ -19,12 +19,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainjob import catalog
 from trainjob.api import constants as c
 from trainjob.api.load import KINDS, parse
 from trainjob.api.trainer import TrainJob
 from trainjob.cli import plan
 from trainjob.errors import InvalidError, TrainJobError
+from trainjob.executor import catalog
 from trainjob.runtime import compile, validate
 
 Obj = dict[str, Any]

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from tests.unit.helpers import builtin, container, node_job, renamed, runtime, trainjob
-from trainjob import catalog
 from trainjob.api import constants as c
 from trainjob.api import validation
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainJob
 from trainjob.errors import InvalidError, NotFoundError, format_value
+from trainjob.executor import catalog
 from trainjob.runtime import compile, validate
 from trainjob.runtime.compiler import build_info
 from trainjob.runtime.plugins import volcano

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from trainjob.api import constants as c
-from trainjob.api import core, jobset, trainer
+from trainjob.api import jobset, k8s_types, trainer
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ SCHEMA: dict[type[BaseModel], dict[str, dict[str, Any]]] = {
         "value": {"minLength": 1, "maxLength": 64},
     },
     # metav1.Condition, as every Kubernetes API embeds it.
-    core.Condition: {
+    k8s_types.Condition: {
         "": {"required": ["lastTransitionTime", "message", "reason", "status", "type"]},
         "type": {
             "maxLength": 316,
@@ -227,17 +227,17 @@ SCHEMA: dict[type[BaseModel], dict[str, dict[str, Any]]] = {
         "lastTransitionTime": DATE_TIME,
         "observedGeneration": {**INT64, "minimum": 0},
     },
-    core.LocalObjectReference: {
+    k8s_types.LocalObjectReference: {
         "": {"x-kubernetes-map-type": "atomic"},
         "name": {"default": ""},
     },
-    # Integer formats of the core/v1 and batch/v1 fields the models type (core.Int32/Int64), so
+    # Integer formats of the core/v1 and batch/v1 fields the models type (k8s_types.Int32/Int64), so
     # the apiserver refuses a runtime with `parallelism: 2147483648` as the models do.
-    core.ObjectMeta: {"generation": INT64},
-    core.ContainerPort: {"containerPort": INT32, "hostPort": INT32},
-    core.Toleration: {"tolerationSeconds": INT64},
-    core.PodSpec: {"terminationGracePeriodSeconds": INT64},
-    core.JobSpec: {
+    k8s_types.ObjectMeta: {"generation": INT64},
+    k8s_types.ContainerPort: {"containerPort": INT32, "hostPort": INT32},
+    k8s_types.Toleration: {"tolerationSeconds": INT64},
+    k8s_types.PodSpec: {"terminationGracePeriodSeconds": INT64},
+    k8s_types.JobSpec: {
         "parallelism": INT32,
         "completions": INT32,
         "backoffLimit": INT32,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from trainjob.api.base import K8sModel
-from trainjob.api.core import Condition, Int32, JobTemplateSpec, ObjectMeta
+from trainjob.api.k8s_types import Condition, Int32, JobTemplateSpec, ObjectMeta
 
 GROUP = "jobset.x-k8s.io"
 VERSION = "v1alpha2"

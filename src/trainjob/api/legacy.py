@@ -19,12 +19,6 @@ LEGACY_POD_SPEC_OVERRIDES_MANAGER = "trainer.kubeflow.org/v2.0-pod-spec-override
 LEGACY_POD_TEMPLATE_OVERRIDES_MANAGER = "trainer.kubeflow.org/v2.1-pod-template-overrides"
 
 
-def has_legacy_fields(spec: TrainJobSpec) -> bool:
-    return bool(
-        spec.labels or spec.annotations or spec.pod_spec_overrides or spec.pod_template_overrides
-    )
-
-
 def legacy_patches(spec: TrainJobSpec) -> list[RuntimePatch]:
     """The RuntimePatches equivalent to the legacy fields of ``spec`` (empty when none)."""
     patches: list[RuntimePatch] = []

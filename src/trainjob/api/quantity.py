@@ -2,7 +2,7 @@
 
 The compiler needs them to count CPUs for ``numProcPerNode: auto`` (the Torch plugin, via
 :func:`ceil_int`) and to sum a PodGroup's ``minResources`` (:mod:`trainjob.runtime.resources`);
-validation checks resource amounts with them (:mod:`trainjob.api.corev1`).
+validation checks resource amounts with them (:mod:`trainjob.api.container_validation`).
 Arithmetic is exact (Fractions). A :class:`Quantity` keeps its format the way Go's
 ``resource.Quantity`` does, so sums print as upstream prints them:
 

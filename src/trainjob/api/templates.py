@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainjob.api import corev1
+from trainjob.api import container_validation
 from trainjob.errors import FieldError
 
 Obj = dict[str, Any]
@@ -126,7 +126,7 @@ def _pod(path: str, pod: Obj) -> list[FieldError]:
                     where = f"{path}.volumes[{v}].{kind}.items[{j}].path"
                     errs.extend(
                         FieldError.invalid(where, rel, p)
-                        for p in corev1.descending_path_problems(rel)
+                        for p in container_validation.descending_path_problems(rel)
                     )
     seen: set[str] = set()  # one name space for init containers and containers
     for fld in ("initContainers", "containers"):
@@ -138,5 +138,5 @@ def _pod(path: str, pod: Obj) -> list[FieldError]:
             if isinstance(name, str) and name in seen:
                 errs.append(FieldError.duplicate(f"{where}.name", name))
             seen.add(str(name))
-            errs.extend(corev1.validate_container(where, ctr))
+            errs.extend(container_validation.validate_container(where, ctr))
     return errs

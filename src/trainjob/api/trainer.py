@@ -13,7 +13,8 @@ from pydantic import Field
 
 from trainjob.api import constants as c
 from trainjob.api.base import ApiModel, K8sModel
-from trainjob.api.core import (
+from trainjob.api.jobset import JobSetSpec
+from trainjob.api.k8s_types import (
     Condition,
     Container,
     EnvVar,
@@ -26,7 +27,6 @@ from trainjob.api.core import (
     Volume,
     VolumeMount,
 )
-from trainjob.api.jobset import JobSetSpec
 
 # ---------------------------------------------------------------------------------------------
 # TrainJob

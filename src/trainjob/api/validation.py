@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainjob.api import constants as c
-from trainjob.api import corev1, meta
+from trainjob.api import container_validation, meta
 from trainjob.api.base import to_dict
-from trainjob.api.core import EnvVar
+from trainjob.api.k8s_types import EnvVar
 from trainjob.api.meta import DNS1123_LABEL, DNS1123_LABEL_MESSAGE, validate_namespace
 from trainjob.api.runtime_validation import go_container, validate_runtime
 from trainjob.api.trainer import Runtime, TrainJob
@@ -56,7 +56,7 @@ def is_quantity(value: object) -> bool:
     if isinstance(value, bool | float):
         return False
     if isinstance(value, int):
-        return True  # a negative one is refused by corev1.validate_resources, as the apiserver does
+        return True  # a negative one is refused by container_validation.validate_resources, as the apiserver does
     return isinstance(value, str) and bool(QUANTITY.match(value))
 
 
@@ -152,7 +152,11 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
             if values is not None and len(values) > MAX_COMMAND:
                 errs.append(FieldError.too_many(f"spec.trainer.{fld}", len(values), MAX_COMMAND))
         errs.extend(_validate_env("spec.trainer.env", tr.env))
-        errs.extend(corev1.validate_argv("spec.trainer", {"command": tr.command, "args": tr.args}))
+        errs.extend(
+            container_validation.validate_argv(
+                "spec.trainer", {"command": tr.command, "args": tr.args}
+            )
+        )
         rpn = tr.resources_per_node
         if rpn is not None:
             for kind in ("limits", "requests"):
@@ -164,8 +168,8 @@ def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldEr
                             )
                         )
             path = "spec.trainer.resourcesPerNode"
-            errs.extend(corev1.unknown_resource_fields(path, rpn.model_extra or {}))
-            errs.extend(corev1.validate_resources(path, rpn.limits, rpn.requests))
+            errs.extend(container_validation.unknown_resource_fields(path, rpn.model_extra or {}))
+            errs.extend(container_validation.validate_resources(path, rpn.limits, rpn.requests))
     init = spec.initializer
     if init is not None:
         for part, cfg in (("dataset", init.dataset), ("model", init.model)):
@@ -253,7 +257,7 @@ def _validate_env(path: str, env: Sequence[EnvVar] | None) -> list[FieldError]:
         elif n in names:
             errs.append(FieldError.duplicate(f"{path}[{i}]", {"name": n}))
         names.add(n)
-    errs.extend(corev1.validate_env(path, env))
+    errs.extend(container_validation.validate_env(path, env))
     return errs
 
 

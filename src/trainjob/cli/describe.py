@@ -31,7 +31,7 @@ from trainjob.cli.root import app
 from trainjob.errors import NotFoundError, TrainJobError
 from trainjob.executor import phases
 from trainjob.executor.base import Executor
-from trainjob.executor.model import JobState
+from trainjob.executor.model import FAILED, JobState
 from trainjob.executor.steps import step_name
 
 if TYPE_CHECKING:  # the models (pydantic) load when a job or a runtime is described
@@ -67,7 +67,8 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
         ("Status", s.phase + (f" ({s.reason})" if s.reason else "")),
         ("Created", s.created),
         ("Started", s.started or "<none>"),
-        ("Completed", s.completed or "<none>"),
+        # a Failed job has no status.completionTime (as a Job's): when it failed is its own line
+        ("Failed" if s.phase == FAILED else "Completed", s.completed or "<none>"),
         ("Restarts", str(s.restarts)),
     ]
     from trainjob.workspace import names as workspace

@@ -5,7 +5,10 @@ objects with ``-o json|yaml|name|jsonpath=``, ``-l`` and ``--sort-by``, and ``-w
 :func:`list_jobs` is the command's whole body: :mod:`trainjob.cli.get` calls it with what typer
 parsed, :mod:`trainjob.cli.fast` with what it parsed of a plain ``get jobs`` (no typer, no
 pydantic: the listing reads the store's columns, :meth:`trainjob.executor.base.Executor.states`).
-``describe`` shows the same PROGRESS and ETA (:func:`progress_cells`).
+``describe`` shows the same PROGRESS and ETA (:func:`progress_cells`). NODES is the TrainJob's
+``spec.trainer.numNodes``, else its runtime's ``mlPolicy.numNodes`` (:class:`RuntimeNodes`, one
+listing of the runtimes for the whole table), as the compiler resolves it; ``<default>`` only
+when neither says.
 """
 
 from __future__ import annotations
@@ -64,11 +67,12 @@ def list_jobs(
         note(f"No resources found in {where}.")
         return
     table = Columns(*job_headers(ns is None, fmt.wide))
+    nodes = RuntimeNodes(ex)
     for s in states:
-        table.add_row(*job_row(s, ns is None, fmt.wide))
+        table.add_row(*job_row(s, ns is None, fmt.wide, nodes))
     print_table(table, headers=not no_headers)
     if watch_:
-        _watch_rows(ex, ns, set(names or ()), fmt.wide, table)
+        _watch_rows(ex, ns, set(names or ()), fmt.wide, table, nodes)
 
 
 def job_headers(all_namespaces: bool, wide: bool) -> list[str]:
@@ -119,14 +123,49 @@ def status_cell(s: JobState) -> tuple[str, str]:
     return shown, s.reason or now.reason
 
 
-def job_row(s: JobState, all_namespaces: bool, wide: bool) -> list[str]:
+class RuntimeNodes:
+    """A job's node count where its TrainJob leaves it to the runtime: the runtime's
+    ``spec.mlPolicy.numNodes`` (a TrainingRuntime of the job's namespace first, as a runtimeRef
+    of that kind would name it, else the ClusterTrainingRuntime), the runtimes listed once, on
+    first need."""
+
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+        self.counts: dict[tuple[str, str], int] | None = None  # (namespace or "", name) -> n
+
+    def __call__(self, s: JobState) -> int | None:
+        if s.num_nodes is not None:
+            return s.num_nodes
+        if self.counts is None:
+            self.counts = {}
+            try:
+                objects = self.ex.runtime_objects(None)
+            except TrainJobError:  # not allowed to list them: the column says <default>
+                objects = []
+            for r in objects:
+                meta, n = r.get("metadata") or {}, ((r.get("spec") or {}).get("mlPolicy") or {})
+                if isinstance(n.get("numNodes"), int):
+                    namespaced = r.get("kind") == c.TRAINING_RUNTIME_KIND
+                    ns = str(meta.get("namespace") or "") if namespaced else ""
+                    self.counts[(ns, str(meta.get("name")))] = n["numNodes"]
+        name = s.runtime_name
+        return self.counts.get((s.namespace, name), self.counts.get(("", name)))
+
+
+def job_row(
+    s: JobState,
+    all_namespaces: bool,
+    wide: bool,
+    nodes: Callable[[JobState], int | None] | None = None,
+) -> list[str]:
     progress, eta, loss = progress_cells(s)
     status, reason = status_cell(s)
+    count = nodes(s) if nodes is not None else s.num_nodes
     row = [
         s.name,
         status,
         s.runtime_name,
-        str(s.num_nodes or "<default>"),
+        str(count or "<default>"),
         str(s.restarts),
         progress,
         eta,
@@ -172,7 +211,14 @@ def select(states: list[JobState], selector: str | None, sort_by: str | None) ->
 _CLOCKS = frozenset({"AGE", "DURATION", "ETA", "STARTED"})
 
 
-def _watch_rows(ex: Executor, ns: str | None, names: set[str], wide: bool, first: Columns) -> None:
+def _watch_rows(
+    ex: Executor,
+    ns: str | None,
+    names: set[str],
+    wide: bool,
+    first: Columns,
+    nodes: RuntimeNodes | None = None,
+) -> None:
     """``kubectl get -w``: a job's row again whenever what it shows changes (new jobs too), in
     the first table's columns, until Ctrl-C (which ends it quietly)."""
     widths = first.widths()
@@ -183,13 +229,13 @@ def _watch_rows(ex: Executor, ns: str | None, names: set[str], wide: bool, first
     updates = ex.watch_states(ns)
     try:
         for s in next(updates):  # the state the table shows
-            row = job_row(s, ns is None, wide)
+            row = job_row(s, ns is None, wide, nodes)
             printed[(s.namespace, s.name)] = [c for i, c in enumerate(row) if i not in clocks]
         for changed in updates:
             for s in changed:
                 if names and s.name not in names:
                     continue
-                row = job_row(s, ns is None, wide)
+                row = job_row(s, ns is None, wide, nodes)
                 seen = [c for i, c in enumerate(row) if i not in clocks]
                 if printed.get((s.namespace, s.name)) == seen:
                     continue

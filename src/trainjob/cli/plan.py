@@ -2,7 +2,7 @@
 
 Reads every document of every file (``-`` is stdin, a directory means its ``*.yaml|*.yml|*.json``;
 :mod:`trainjob.cli.inputs`), validates the runtimes among them, resolves each TrainJob's runtime
-(from the files first, then the built-in set, :func:`trainjob.catalog.resolve`) and prints the
+(from the files first, then the built-in set, :func:`trainjob.executor.catalog.resolve`) and prints the
 Plans as multi-document YAML or as a JSON list. Every problem in the input is reported, kubectl-style, before exiting 1; nothing is
 printed on stdout unless every TrainJob compiles.
 
@@ -43,15 +43,15 @@ class Result:
 
 def plan_files(paths: list[str], namespace: str | None = None) -> Result:
     """Compile every TrainJob in ``paths``; collect every error instead of stopping at the first."""
-    from trainjob import catalog
     from trainjob.cli.inputs import read_inputs, usable
+    from trainjob.executor import catalog
     from trainjob.runtime import compile
 
     found = read_inputs(paths, namespace)
     result = Result(errors=list(found.errors))
     for tj, _ in usable(found):
         try:
-            result.plans.append(compile(tj, catalog.admit(tj, found.runtimes)))
+            result.plans.append(compile(tj, catalog.admit(tj, found.runtimes), validated=True))
         except (InvalidError, NotFoundError) as e:
             result.errors.append(e)
     return result

@@ -14,6 +14,7 @@ executor`).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -308,5 +309,9 @@ def kept_note(ex: Executor, name: str, namespace: str) -> str:
     kept = ex.outputs(name, namespace)
     if not kept:
         return ""
-    where = ", ".join(o.location for o in kept if o.name != "output_dir") or kept[0].location
+    volumes = [o.location for o in kept if o.name != "output_dir"] or [kept[0].location]
+    # local volumes are folders of the run's folder (outputs/NS/NAME/RUN/VOLUME): name that one
+    runs = {os.path.dirname(v.rstrip("/")) for v in volumes if os.path.isabs(v)}
+    one_run = len(runs) == 1 and all(os.path.isabs(v) for v in volumes)
+    where = runs.pop() if one_run else ", ".join(volumes)
     return f"{RESOURCE}/{name}: outputs kept in {where} (delete --purge removes them)"

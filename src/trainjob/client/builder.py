@@ -123,8 +123,11 @@ def build(
     backend: Any = None,
     extra_env: dict[str, str] | None = None,
     venv: bool | None = None,
+    validate: bool = True,
 ) -> dict[str, Any]:
     """The TrainJob to submit, as the dict Kubernetes would store. Raises ValueError if invalid.
+
+    ``validate=False``: the backend's executor validates it (see :func:`parse`).
 
     ``extra_env`` (a backend config's ``env``) goes before the trainer's env, which wins.
     ``venv``: ``packages_to_install`` into a virtual environment per job (the local backend;
@@ -156,17 +159,27 @@ def build(
         if not callable(option):
             raise ValueError(f"Invalid option {option!r}: options must be callables")
         option(job, trainer, backend)
-    model(job)  # validate now: errors before submission, as field paths
+    if validate:
+        model(job)  # validate now: errors before submission, as field paths
     return job
 
 
-def model(job: dict[str, Any]) -> TrainJobModel:
-    """The TrainJob dict as the API model; ValueError listing every invalid field."""
+def parse(job: dict[str, Any]) -> TrainJobModel:
+    """The TrainJob dict as the API model, not validated; ValueError if it does not parse.
+
+    For a backend whose executor validates what it is handed (the local one: ``submit`` runs
+    :func:`trainjob.executor.catalog.admit`), so a TrainJob is parsed once and validated once."""
     try:
         tj = load.parse(job)
     except InvalidError as e:
         raise ValueError(str(e)) from None
     assert isinstance(tj, TrainJobModel)
+    return tj
+
+
+def model(job: dict[str, Any]) -> TrainJobModel:
+    """The TrainJob dict as the API model; ValueError listing every invalid field."""
+    tj = parse(job)
     errors = validation.validate_trainjob(tj)
     if errors:
         raise ValueError(str(InvalidError(errors, f"{c.TRAINJOB_KIND}.{c.GROUP}", job_name(job))))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from trainjob.client import constants
+from trainjob.initializers import sources
 
 
 @dataclass
@@ -27,7 +28,7 @@ def _require_prefix(uri: str, prefix: str) -> None:
         raise ValueError(f"storage_uri must start with '{prefix}', got {uri}")
 
 
-STORAGE_SCHEMES = ("hf://", "s3://", "file://")
+STORAGE_SCHEMES = sources.PREFIXES
 """The schemes trainjob's initializers fetch (``python -m trainjob.initializers.dataset|model``)."""
 
 

@@ -1,6 +1,6 @@
 """What the controller's informers keep of each object: only the fields it reads.
 
-client-go's ``SetTransform`` for trainjob's :class:`trainjob.controller.informer.Informer`: a
+client-go's ``SetTransform`` for trainjob's :class:`trainjob.kube.informer.Informer`: a
 transform runs on every listed, watched and written-through object before it is cached, and
 returns what to keep (``None``: keep nothing). Memory per TrainJob is what a controller of
 thousands of TrainJobs pays for, and most of an object is not read:

@@ -34,20 +34,21 @@ from typing import Any
 
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
-from trainjob.controller import cache, http, priority, statusserver
+from trainjob.controller import cache, priority, statusserver
 from trainjob.controller import status as st
-from trainjob.controller.informer import Informer
-from trainjob.controller.leader import LeaderElector
 from trainjob.controller.metrics import CONTROLLER, Metrics
-from trainjob.controller.queue import RateLimiter, WorkQueue
 from trainjob.controller.reconcile import Caches, Reconciler
 from trainjob.controller.webhooks import serving
 from trainjob.core import conditions as cond
+from trainjob.kube import http
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError
 from trainjob.kube.events import EventRecorder
-from trainjob.runtime import kinds
+from trainjob.kube.informer import Informer
+from trainjob.kube.leader import LeaderElector
+from trainjob.kube.queue import RateLimiter, WorkQueue
+from trainjob.runtime import kinds, registry
 from trainjob.runtime.plugins import trainjobstatus
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class Manager:
                 metadata_only=kind.watch is kinds.Watch.METADATA,
                 transform=cache.jobset_view if kind is kinds.JOBSET else slim,
             )
-            for key, kind in kinds.registry().items()
+            for key, kind in registry.kinds().items()
         }
         # Runtimes are few and small: cached whole, so a first build needs no GET.
         self.runtime_informers = [

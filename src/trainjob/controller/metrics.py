@@ -11,7 +11,7 @@
   another controller (MultiKueue) are not counted, and a standby replica counts none.
 
 Each :class:`Metrics` has its own registry, so tests can run several controllers in one process.
-Served by ``trainjob.controller.http``; updated by ``trainjob.controller.manager``.
+Served by ``trainjob.kube.http``; updated by ``trainjob.controller.manager``.
 """
 
 from __future__ import annotations

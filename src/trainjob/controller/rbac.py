@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from trainjob.controller.webhooks import serving
-from trainjob.runtime import kinds
+from trainjob.runtime import registry
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def plan_rules() -> tuple[Rule, ...]:
     """One rule per kind a Plan can hold, with the verbs its plugin declares
     (:mod:`trainjob.runtime.kinds`); kinds of one plural and the same verbs share a rule."""
     merged: dict[tuple[str, tuple[str, ...]], tuple[list[str], list[str]]] = {}
-    for kind in kinds.registry().values():
+    for kind in registry.kinds().values():
         res = kind.resource
         wanted = set(kind.verbs) | set(OWN_VERBS.get((res.group, res.plural), ()))
         verbs = tuple(v for v in VERB_ORDER if v in wanted)

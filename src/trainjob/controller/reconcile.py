@@ -44,7 +44,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainjob import keys
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
 from trainjob.api import phases
@@ -52,15 +51,16 @@ from trainjob.api.load import parse
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.controller import cache, runtimes
 from trainjob.controller import status as st
-from trainjob.controller.informer import Informer
 from trainjob.core import conditions as cond
 from trainjob.core import lifetime, times
 from trainjob.errors import TrainJobError
+from trainjob.executor import sshkeys
 from trainjob.kube import events as kevents
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import AlreadyExists, ApiError, NotFound
-from trainjob.runtime import kinds
+from trainjob.kube.informer import Informer
+from trainjob.runtime import kinds, registry
 from trainjob.runtime.compiler import CompileOptions, compile, framework
 from trainjob.runtime.plugins.jobset import owned_by
 from trainjob.runtime.plugins.trainjobstatus import StatusServer
@@ -332,7 +332,7 @@ class Reconciler:
         policy = runtime.spec.ml_policy
         if policy is None or policy.mpi is None or self._mpi_secret_exists(tj):
             return CompileOptions(status_server=status_server, resume_env=True)
-        private, public = keys.generate_ssh_key_pair()
+        private, public = sshkeys.generate_ssh_key_pair()
         return CompileOptions(
             ssh_private_key=private,
             ssh_public_key=public,
@@ -367,7 +367,7 @@ class Reconciler:
         last: list[Callable[[], None]] = []
         for obj in objects:
             try:
-                kind = kinds.of(obj)
+                kind = registry.kind_of(obj)
             except KeyError:
                 raise TrainJobError(
                     f"no runtime plugin declares {obj.get('apiVersion')}, Kind={obj.get('kind')}"

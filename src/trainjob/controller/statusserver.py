@@ -34,11 +34,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trainjob import certs
 from trainjob.api import constants as c
-from trainjob.controller import http
 from trainjob.core import jobset as js
 from trainjob.core import trainerstatus as ts
+from trainjob.kube import certs, http
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError, NotFound

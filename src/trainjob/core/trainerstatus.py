@@ -212,12 +212,3 @@ def parse_request(body: bytes) -> dict[str, Any] | None:
         raise invalid(".lastUpdatedTime", updated, "must be an RFC 3339 date-time")
     out["lastUpdatedTime"] = times.format(seconds)
     return out
-
-
-def metric_values(trainer_status: dict[str, Any] | None) -> dict[str, str]:
-    """name -> value of a trainerStatus' metrics (the last of a repeated name wins)."""
-    return {
-        str(m.get("name")): str(m.get("value"))
-        for m in (trainer_status or {}).get("metrics") or ()
-        if isinstance(m, dict)
-    }

@@ -2,7 +2,8 @@
 
 The socket is bound before anything is printed, so the URL printed is one that answers (with
 the port the system chose for ``--port 0``), and a port in use is a one-line error. uvicorn
-serves the app in this process; Ctrl-C stops it, the open streams within a second or two.
+serves the app in this process; Ctrl-C stops it, ending the open streams at once and quietly
+(:mod:`trainjob.dashboard.closing`).
 """
 
 from __future__ import annotations
@@ -62,9 +63,11 @@ def serve(
     """Run the dashboard until interrupted."""
     import uvicorn
 
+    from trainjob.dashboard.closing import EndStreams, Server
+
     loopback = security.is_loopback(host)
     token = os.environ.get(TOKEN_ENV) or (None if loopback else security.new_token())
-    app = create_app(opener, token=token, loopback_only=loopback)
+    app = EndStreams(create_app(opener, token=token, loopback_only=loopback))
     sock = bind(host, port)
     port = sock.getsockname()[1]
     url = url_of(host, port, token)
@@ -86,6 +89,6 @@ def serve(
         timeout_graceful_shutdown=2,
     )
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        Server(config, app).run(sockets=[sock])
     finally:
         sock.close()

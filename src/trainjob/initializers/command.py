@@ -18,34 +18,27 @@ from typing import TextIO
 from urllib.parse import urlparse
 
 from trainjob import extras
-from trainjob.initializers import config, transfer
+from trainjob.initializers import config, sources, transfer
 
 log = logging.getLogger(__name__)
-
-HF_SCHEME = "hf"
-S3_SCHEME = "s3"
-FILE_SCHEME = "file"
-SCHEMES = (HF_SCHEME, S3_SCHEME, FILE_SCHEME)
 
 
 def fetch(cfg: config.Config) -> None:
     """Fetch ``cfg.storage_uri`` into ``cfg.output_path`` with the source its scheme names."""
     uri = cfg.storage_uri
     scheme = urlparse(uri).scheme
-    missing = extras.message(
-        f"downloading from {scheme}://", extras.STORAGE_MODULES.get(scheme, ())
-    )
+    missing = extras.message(f"downloading from {scheme}://", sources.MODULES.get(scheme, ()))
     if missing:
         raise config.InitializerError(f"{config.STORAGE_URI_ENV}: {missing}")
-    if scheme == FILE_SCHEME or (not scheme and uri.startswith("/")):
+    if scheme == sources.FILE or (not scheme and uri.startswith("/")):
         from trainjob.initializers.sources import file
 
         file.fetch(cfg)
-    elif scheme == S3_SCHEME:
+    elif scheme == sources.S3:
         from trainjob.initializers.sources import s3
 
         s3.fetch(cfg)
-    elif scheme == HF_SCHEME:
+    elif scheme == sources.HF:
         from trainjob.initializers.sources import hf
 
         hf.fetch(cfg)

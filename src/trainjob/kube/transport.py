@@ -12,6 +12,14 @@ Two implementations of the same three calls (``request``, ``stream``, ``close``)
   when a proxy is set for the server in the environment (``HTTPS_PROXY``/``HTTP_PROXY``/
   ``ALL_PROXY``, minus ``NO_PROXY``), which httpx honours as client-go does.
 
+Why both, not one: :class:`Pool` is the one the controller and the CLI run (its CPU cost is the
+reason it exists), but it speaks only to the apiserver directly; proxying (``CONNECT``
+tunnels, proxy credentials, ``NO_PROXY`` matching) is what httpx, already a dependency of the
+package, does correctly, and a second hand-written proxy client would be copied logic. The
+unit tests' fake apiservers are httpx ``MockTransport`` handlers, which need no socket. So
+:class:`Httpx` stays as the narrow fallback, behind the same :class:`Http` protocol, and
+``for_config`` is the only place that picks between them.
+
 Failures to reach the server raise :class:`TransportError` (``timeout`` says whether it was a
 timeout); the client turns them into ``Unreachable``/``Timeout``. A request that fails on a
 reused keep-alive connection before any answer came (the server closed it while idle) is sent

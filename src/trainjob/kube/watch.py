@@ -4,7 +4,7 @@ Each line is ``{"type": ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, "object": {...}}`
 events only carry a newer ``metadata.resourceVersion`` (asked for with ``allowWatchBookmarks``);
 an ``ERROR`` event carries a Status and is raised as its :mod:`trainjob.kube.errors` class (410
 Gone when the resourceVersion is too old, so the caller lists again). Built by
-:meth:`trainjob.kube.client.Client.watch`, consumed by ``trainjob.controller.informer``.
+:meth:`trainjob.kube.client.Client.watch`, consumed by ``trainjob.kube.informer``.
 """
 
 from __future__ import annotations

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 from trainjob import lazy
 
 if TYPE_CHECKING:
-    from trainjob.runtime.compiler import CompileOptions, compile, validate
+    from trainjob.runtime.compileoptions import CompileOptions
+    from trainjob.runtime.compiler import compile, validate
     from trainjob.runtime.plan import Plan
 
 _EXPORTS = {
-    "CompileOptions": "trainjob.runtime.compiler",
+    "CompileOptions": "trainjob.runtime.compileoptions",
     "compile": "trainjob.runtime.compiler",
     "validate": "trainjob.runtime.compiler",
     "Plan": "trainjob.runtime.plan",

@@ -1,7 +1,7 @@
 """``compile`` and ``validate``: TrainJob + runtime -> Plan, or the field errors that prevent it.
 
-Both are pure. ``compile`` validates first and raises :class:`trainjob.errors.InvalidError` with every
-problem found; ``validate`` returns the list instead (the admission webhook and ``trainjob plan``
+Both are pure. ``compile`` validates first (unless its caller has: ``validated=True``) and raises
+:class:`trainjob.errors.InvalidError` with every problem found; ``validate`` returns the list instead (the admission webhook and ``trainjob plan``
 print it kubectl-style).
 
 :func:`build_info` is upstream's ``newRuntimeInfo`` (v2.3/HEAD): JobSet labels/annotations from the
@@ -35,8 +35,6 @@ Deliberate differences from upstream:
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from typing import Any
 
 from trainjob.api import constants as c
@@ -45,40 +43,14 @@ from trainjob.api.base import to_dict
 from trainjob.api.trainer import Runtime, RuntimePatch, TrainJob
 from trainjob.errors import FieldError, InvalidError
 from trainjob.runtime import smp
-from trainjob.runtime.framework import Framework
+from trainjob.runtime.compileoptions import CompileOptions
 from trainjob.runtime.info import Info, PodSet, iter_containers
 from trainjob.runtime.plan import Plan
-from trainjob.runtime.plugins import REGISTRY, volcano
-from trainjob.runtime.plugins.trainjobstatus import StatusServer
+from trainjob.runtime.plugins import volcano
+from trainjob.runtime.registry import framework, framework_with
+from trainjob.runtime.resources import merge_resources
 
-
-@dataclass(frozen=True)
-class CompileOptions:
-    """Inputs that are not part of the TrainJob or the runtime.
-
-    ``ssh_private_key``/``ssh_public_key``: the MPI key pair the executor generated (the compiler
-    itself draws no randomness). Without them the MPI Secret is planned with empty data and the
-    executor must fill it before applying.
-    """
-
-    ssh_private_key: str | None = None
-    ssh_public_key: str | None = None
-    status_server: StatusServer | None = None
-    """Where the executor serves the TrainJob status endpoint, for the TrainJobStatus plugin
-    (None: no endpoint env or volume, as upstream with its feature gate off)."""
-    resume_env: bool = False
-    """Whether the Resume plugin gives a restartable JobSet's trainer ``$TRAINJOB_RESTART_ATTEMPT``
-    and ``$TRAINJOB_CHECKPOINT_DIR`` (the controller: True; the local backend sets its own)."""
-
-
-_FRAMEWORK: Framework | None = None
-
-
-def framework() -> Framework:
-    global _FRAMEWORK
-    if _FRAMEWORK is None:
-        _FRAMEWORK = Framework.new([factory() for factory in REGISTRY.values()])
-    return _FRAMEWORK
+__all__ = ["CompileOptions", "build_info", "compile", "framework", "merge_resources", "validate"]
 
 
 def _runtime_spec_dict(runtime: Runtime) -> dict[str, Any]:
@@ -167,23 +139,6 @@ def _apply_trainer(ps: PodSet, trainjob: TrainJob, *, resources: bool) -> None:
         merge_resources(node, trainer)
 
 
-def merge_resources(ctr: dict[str, Any], trainjob_trainer: Any) -> None:
-    """Strategic merge of ``resourcesPerNode`` into a container, key by key (upstream HEAD)."""
-    rpn = trainjob_trainer.resources_per_node
-    if rpn is None:
-        return
-    res = ctr.setdefault("resources", {})
-    for kind in ("limits", "requests"):
-        values = getattr(rpn, kind)
-        if values:
-            res.setdefault(kind, {}).update(values)
-    if rpn.claims:
-        claims = {cl.get("name"): cl for cl in res.get("claims") or ()}
-        for cl in rpn.claims:
-            claims[cl.get("name")] = dict(cl)
-        res["claims"] = list(claims.values())
-
-
 def validate(
     trainjob: TrainJob,
     runtime: Runtime | None,
@@ -204,29 +159,29 @@ def validate(
     except InvalidError as e:
         errors.extend(e.errors)
         info = None
-    fwk = framework() if priority_class_error is None else _framework_with(priority_class_error)
+    fwk = framework() if priority_class_error is None else framework_with(priority_class_error)
     errors.extend(fwk.validate(info, old, trainjob))
     return errors
 
 
-@functools.lru_cache(maxsize=8)
-def _framework_with(priority_class_error: volcano.PriorityClassLookup) -> Framework:
-    """The plugins with Volcano's PriorityClass lookup, built once per lookup (the webhook's bound
-    method: equal on every request): filing plugins by their runtime-checkable protocols costs
-    ~10 ms, five times what validating a TrainJob does."""
-    return Framework.new(
-        [
-            volcano.Volcano(priority_class_error) if name == volcano.NAME else factory()
-            for name, factory in REGISTRY.items()
-        ]
-    )
+def compile(
+    trainjob: TrainJob,
+    runtime: Runtime,
+    options: CompileOptions | None = None,
+    *,
+    validated: bool = False,
+) -> Plan:
+    """The Plan for ``trainjob`` on ``runtime``; raises InvalidError listing every problem.
 
-
-def compile(trainjob: TrainJob, runtime: Runtime, options: CompileOptions | None = None) -> Plan:
-    """The Plan for ``trainjob`` on ``runtime``; raises InvalidError listing every problem."""
-    errors = validate(trainjob, runtime)
-    if errors:
-        raise InvalidError(errors, c.TRAINJOB_KIND + "." + c.GROUP, trainjob.metadata.name or "")
+    ``validated``: the caller has already found :func:`validate` empty for this pair
+    (:func:`trainjob.executor.catalog.admit` does), so the compiler trusts it and does not run the same
+    rules twice. Any other input is validated here first.
+    """
+    if not validated:
+        errors = validate(trainjob, runtime)
+        if errors:
+            kind = c.TRAINJOB_KIND + "." + c.GROUP
+            raise InvalidError(errors, kind, trainjob.metadata.name or "")
     info = build_info(trainjob, runtime)
     try:
         objects = framework().run(info, trainjob, options or CompileOptions())

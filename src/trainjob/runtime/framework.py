@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from trainjob.api.trainer import TrainJob
     from trainjob.errors import FieldError
-    from trainjob.runtime.compiler import CompileOptions
+    from trainjob.runtime.compileoptions import CompileOptions
     from trainjob.runtime.info import Info
     from trainjob.runtime.kinds import Kind
 

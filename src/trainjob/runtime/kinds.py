@@ -1,4 +1,4 @@
-"""The kinds of object a Plan can hold, beside the plugin registry: what each executor does with one.
+"""The kinds of object a Plan can hold: what each executor does with one.
 
 A plugin that builds objects of a kind declares it (its ``kinds()``, upstream's
 ``WatchExtensionPlugin``), so the kind is handled end to end without edits elsewhere:
@@ -15,14 +15,15 @@ A plugin that builds objects of a kind declares it (its ``kinds()``, upstream's
   (ConfigMaps, Secrets: files in the job's directory), or skip it (gang scheduling means
   nothing to one machine).
 
-Read by ``controller/manager.py`` (informers), ``controller/reconcile.py`` (apply),
+The kinds every registered plugin declares are collected by :func:`trainjob.runtime.registry.kinds`
+(and :func:`~trainjob.runtime.registry.kind_of` finds a Plan object's), read by
+``controller/manager.py`` (informers), ``controller/reconcile.py`` (apply),
 ``controller/rbac.py`` (rules) and ``local/client/executor.py`` (a kind it cannot run is refused before
 anything starts). Pure data: no I/O.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -121,19 +122,3 @@ def collect(plugins: Iterable[Any]) -> dict[tuple[str, str], Kind]:
             if seen != kind:
                 raise ValueError(f"plugins declare {kind.key} twice, differently: {seen} {kind}")
     return out
-
-
-@functools.cache
-def registry() -> dict[tuple[str, str], Kind]:
-    """The kinds of every registered plugin (``runtime.plugins.REGISTRY``), in :data:`BUILTIN`'s
-    order, then any other in the plugins' order."""
-    from trainjob.runtime.compiler import framework
-
-    found = collect(framework().watchers)
-    rank = {k.key: i for i, k in enumerate(BUILTIN)}
-    return dict(sorted(found.items(), key=lambda kv: rank.get(kv[0], len(rank))))
-
-
-def of(obj: dict[str, Any]) -> Kind:
-    """The kind of a Plan object; KeyError when no plugin declares it."""
-    return registry()[(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))]

@@ -1,4 +1,6 @@
-"""What one pod of a PodSet asks the scheduler for, and a PodGroup's ``minResources``.
+"""What one pod of a PodSet asks the scheduler for, and a PodGroup's ``minResources``; and
+:func:`merge_resources`, a TrainJob's ``resourcesPerNode`` merged into a container (the compiler's
+``build_info`` and the MPI plugin).
 
 Called by the gang-scheduling plugins (:mod:`~trainjob.runtime.plugins.coscheduling`,
 :mod:`~trainjob.runtime.plugins.volcano`). Follows Kubernetes' ``PodRequests`` helper:
@@ -82,3 +84,20 @@ def total(pods: Iterable[tuple[ResourceList, int]]) -> dict[str, str]:
             scaled = q * count
             out[name] = out[name] + scaled if name in out else scaled
     return {name: str(out[name]) for name in sorted(out)}
+
+
+def merge_resources(ctr: dict[str, Any], trainjob_trainer: Any) -> None:
+    """Strategic merge of ``resourcesPerNode`` into a container, key by key (upstream HEAD)."""
+    rpn = trainjob_trainer.resources_per_node
+    if rpn is None:
+        return
+    res = ctr.setdefault("resources", {})
+    for kind in ("limits", "requests"):
+        values = getattr(rpn, kind)
+        if values:
+            res.setdefault(kind, {}).update(values)
+    if rpn.claims:
+        claims = {cl.get("name"): cl for cl in res.get("claims") or ()}
+        for cl in rpn.claims:
+            claims[cl.get("name")] = dict(cl)
+        res["claims"] = list(claims.values())

@@ -130,7 +130,7 @@ def home(home_with_jobs: Path) -> Path:
     label, 3 nodes, its own image) and a TrainingRuntime in each of two namespaces."""
     import copy
 
-    from trainjob import catalog
+    from trainjob.executor import catalog
     from trainjob.local.state import home as homes
     from trainjob.local.state.store import Store
 

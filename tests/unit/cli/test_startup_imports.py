@@ -32,7 +32,7 @@ HEAVY = {
     "trainjob.api.trainer": "the TrainJob and runtime models",
     "trainjob.api.jobset": "the JobSet models",
     "trainjob.runtime.compiler": "the compiler",
-    "trainjob.catalog": "the built-in runtimes",
+    "trainjob.executor.catalog": "the built-in runtimes",
     "yaml": "PyYAML",
     "rich": "rich (plain lines need none)",
     "httpx": "an HTTP client",
@@ -154,8 +154,8 @@ def test_get_runtimes_reads_no_yaml_and_builds_no_model(tmp_path: Path, argv: li
     assert "yaml" in first  # read the files, wrote the copy
     assert (tmp_path / "cache" / "builtin-runtimes.json").is_file()
     modules = loaded(tmp_path, *argv)
-    assert "trainjob.catalog" in modules  # the module, light: its models load on use
-    assert heavy_in(modules - {"trainjob.catalog"}) == {} and "typer" not in modules
+    assert "trainjob.executor.catalog" in modules  # the module, light: its models load on use
+    assert heavy_in(modules - {"trainjob.executor.catalog"}) == {} and "typer" not in modules
 
 
 COMPILE_PROBE = """

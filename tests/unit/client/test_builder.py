@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from tests.unit.client import shippable as s
-from trainjob.catalog import builtin_runtimes
 from trainjob.client import builder, options, runtimes, types
 from trainjob.client import constants as c
+from trainjob.executor.catalog import builtin_runtimes
 
 HOSTILE = ['"; rm -rf / #', "$(touch pwned)", "`touch pwned2`", "a'b", "x\ny", "${HOME}"]
 

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from tests.unit.client import shippable as s
-from trainjob.catalog import builtin_runtimes
 from trainjob.client import types
 from trainjob.client.backends.kubernetes import KubernetesBackend
+from trainjob.executor.catalog import builtin_runtimes
 from trainjob.kube import Client, Config
 
 API = "/apis/trainer.kubeflow.org/v1alpha1"

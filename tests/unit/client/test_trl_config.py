@@ -20,8 +20,8 @@ from trainjob import (
     TRLConfig,
     TRLMethod,
 )
-from trainjob.catalog import builtin_runtimes
 from trainjob.client import builder, runtimes
+from trainjob.executor.catalog import builtin_runtimes
 
 TRL = runtimes.runtime_from_cr(builtin_runtimes()["trl-distributed"].to_dict())
 TORCHTUNE = runtimes.runtime_from_cr(builtin_runtimes()["torchtune-llama3.2-1b"].to_dict())

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainjob.controller import cache
-from trainjob.controller.informer import Informer
 from trainjob.kube import resources as r
+from trainjob.kube.informer import Informer
 from trainjob.kube.watch import WatchEvent
 
 Obj = dict[str, Any]

@@ -10,8 +10,7 @@ import sys
 import httpx
 import pytest
 
-from trainjob import certs
-from trainjob.controller import http
+from trainjob.kube import certs, http
 
 
 def test_a_client_trusting_the_ca_talks_to_the_server_over_tls() -> None:

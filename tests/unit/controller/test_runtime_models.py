@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from trainjob import keys
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import TrainJob
 from trainjob.controller import runtimes
 from trainjob.errors import InvalidError
+from trainjob.executor import sshkeys
 from trainjob.runtime.compiler import CompileOptions, compile, validate
 from trainjob.runtime.plugins.trainjobstatus import StatusServer
 
@@ -80,7 +80,7 @@ def test_validating_and_compiling_leave_the_shared_model_as_it_was(rt: Obj) -> N
             }
         },
     }
-    private, public = keys.generate_ssh_key_pair()
+    private, public = sshkeys.generate_ssh_key_pair()
     options = CompileOptions(
         resume_env=True,
         ssh_private_key=private,

@@ -25,8 +25,8 @@ from typing import Any
 import httpx
 import pytest
 
-from trainjob import catalog
 from trainjob.controller.webhooks.admission import PATH_VALIDATE_CLUSTER_TRAINING_RUNTIME as PATH
+from trainjob.executor import catalog
 
 ROOT = Path(__file__).resolve().parents[3]
 WEBHOOK_TIMEOUT = 10.0  # the apiserver's timeoutSeconds for trainjob's webhooks

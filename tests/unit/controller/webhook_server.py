@@ -14,9 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from trainjob import certs
-from trainjob.controller import http
 from trainjob.controller.webhooks.serving import Options, WebhookServer
+from trainjob.kube import certs, http
 
 
 def main() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trainjob import catalog
 from trainjob.api.load import parse
+from trainjob.executor import catalog
 from trainjob.local.job import pods
 from trainjob.local.job.containers import pod as cpod
 from trainjob.local.job.containers.engine import Engine

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from trainjob import catalog
 from trainjob.api.load import parse
 from trainjob.errors import ConfigError
+from trainjob.executor import catalog
 from trainjob.local.job import outputs, pods
 from trainjob.local.state import home as homes
 from trainjob.runtime import compile
@@ -147,6 +147,23 @@ def test_the_checkpoint_dir_and_restart_attempt_env_and_listing(tmp_path: Path) 
     (keep.checkpoint_dir / "step-3.pt").write_bytes(b"x")
     (listed,) = outputs.describe(plan, keep, UID)
     assert (listed.name, listed.location) == ("checkpoints", str(keep.checkpoint_dir))
+
+
+def test_a_job_that_wrote_nothing_leaves_no_empty_folders_and_one_that_did_keeps_them(
+    tmp_path: Path,
+) -> None:
+    keep = outputs.kept(_plan({}), tmp_path, "team", "j", CREATED, UID)
+    keep.checkpoint_dir.mkdir(parents=True)
+    keep.drop_empty()
+    assert not keep.run_dir.parent.exists() and keep.run_dir.parent.parent.is_dir()
+    keep.checkpoint_dir.mkdir(parents=True)
+    (keep.checkpoint_dir / "step-3.pt").write_bytes(b"x")
+    keep.drop_empty()
+    assert (keep.checkpoint_dir / "step-3.pt").read_bytes() == b"x"
+    (keep.checkpoint_dir / "step-3.pt").unlink()
+    (keep.run_dir / "initializer").mkdir()  # another kept volume: the run's folder stays
+    keep.drop_empty()
+    assert not keep.checkpoint_dir.exists() and (keep.run_dir / "initializer").is_dir()
 
 
 def test_every_container_gets_the_extra_env_and_its_completion_index(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tests.e2e import local_jobs as L
-from trainjob import catalog
+from trainjob import extras
 from trainjob.api.load import parse
+from trainjob.executor import catalog
 from trainjob.local.job import mpi, podrun, pods
 from trainjob.runtime import compile
 from trainjob.runtime.plan import Plan
@@ -94,9 +95,9 @@ def test_each_local_process_gets_its_share_of_the_cores(
     base_env: dict[str, str],
     want: int,
 ) -> None:
-    from trainjob import cores
+    from trainjob import threads
 
-    monkeypatch.setattr(cores, "available", lambda: 4)
+    monkeypatch.setattr(threads, "available", lambda: 4)
     plan = _torch_plan(nodes)
     templates = pods.pod_templates(plan, "uid")
     net = pods.network_for(plan, templates)
@@ -106,9 +107,9 @@ def test_each_local_process_gets_its_share_of_the_cores(
 
 
 def test_a_share_is_at_least_one_thread() -> None:
-    from trainjob import cores
+    from trainjob import threads
 
-    assert [cores.share(n, cores=2) for n in (1, 2, 3, 8)] == [2, 1, 1, 1]
+    assert [threads.share(n, cores=2) for n in (1, 2, 3, 8)] == [2, 1, 1, 1]
 
 
 @pytest.mark.parametrize(
@@ -326,7 +327,9 @@ def test_env_references_that_do_not_resolve_are_errors(var: dict[str, object], e
     ("argv", "error"),
     [
         pytest.param(["mpirun", "x"], "apt-get install -y openmpi-bin libopenmpi-dev", id="mpirun"),
-        pytest.param(["torchrun", "x"], "pip install 'trainjob[torch]'", id="torchrun"),
+        pytest.param(
+            ["torchrun", "x"], f"pip install {extras.install_target(['torch'])}", id="torchrun"
+        ),
         pytest.param(["my-tool"], "install it, or put it on PATH", id="anything else"),
         pytest.param(["/home/mpiuser/pi"], "does not exist on this machine", id="an image path"),
     ],

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from trainjob import catalog
 from trainjob.api.base import to_dict
 from trainjob.cli import TARGET, Backend, listing
+from trainjob.executor import catalog
 from trainjob.executor.base import Executor
 from trainjob.local.client.executor import LocalExecutor
 from trainjob.local.state import home as homes

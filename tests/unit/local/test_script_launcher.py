@@ -5,6 +5,7 @@ not found`` in its log."""
 
 from __future__ import annotations
 
+from trainjob import extras
 from trainjob.client import builder
 from trainjob.client.runtimes import DEFAULT_COMMAND, MPI_COMMAND, TORCH_COMMAND
 from trainjob.local.job.pods import script_launcher_missing
@@ -20,8 +21,8 @@ def script() -> list[str]:
 def test_the_sdk_s_torch_script_without_torchrun_names_the_extra() -> None:
     said = script_launcher_missing(script(), NOWHERE)
     assert said == (
-        "command 'torchrun' not found: install PyTorch: pip install 'trainjob[torch]' "
-        "(or pip install torch)"
+        "command 'torchrun' not found: install PyTorch: "
+        f"pip install {extras.install_target(['torch'])} (or pip install torch)"
     )
 
 

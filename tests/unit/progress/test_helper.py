@@ -164,3 +164,46 @@ def test_the_unthrottled_update_keeps_the_helpers_other_rules(
     monkeypatch.delenv(ts.ENV_SERVER_URL)
     assert progress.update_unthrottled(progress_percent=5) is False  # outside a TrainJob
     assert len(server.updates) == 1
+
+
+def test_the_newest_throttled_call_is_sent_at_exit_with_the_time_it_was_made(
+    server: Server,
+) -> None:
+    assert trainjob.update_trainjob_status(progress_percent=10, metrics={"step": 1})
+    assert not trainjob.update_trainjob_status(progress_percent=50, metrics={"step": 5})
+    assert not trainjob.update_trainjob_status(progress_percent=100, metrics={"step": 10})
+    assert len(server.updates) == 1
+    progress._send_held()  # what atexit runs
+    assert [u["progressPercentage"] for u in server.updates] == [10, 100]
+    assert server.updates[-1]["metrics"] == [{"name": "step", "value": "10"}]
+    assert server.updates[-1]["lastUpdatedTime"] >= server.updates[0]["lastUpdatedTime"]
+    progress._send_held()  # sent once
+    assert len(server.updates) == 2
+
+
+def test_nothing_is_sent_at_exit_when_the_last_call_was_accepted(server: Server) -> None:
+    assert trainjob.update_trainjob_status(progress_percent=10)
+    assert not trainjob.update_trainjob_status(progress_percent=50)
+    assert progress.update_unthrottled(progress_percent=100)  # the built-in trainer's last
+    progress._send_held()
+    assert [u["progressPercentage"] for u in server.updates] == [10, 100]
+
+
+def test_a_process_that_exits_right_after_its_last_call_still_sends_it(server: Server) -> None:
+    """The throttle would drop a last report made within 5 s of the one before; the process's
+    exit sends it (a custom trainer's job then ends at 100 %, not at its last 5 s mark)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import trainjob\n"
+        "for step in range(1, 11):\n"
+        "    trainjob.update_trainjob_status(progress_percent=10 * step, metrics={'step': step})\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=dict(os.environ), capture_output=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert [u["progressPercentage"] for u in server.updates] == [10, 100]
+    assert server.updates[-1]["metrics"] == [{"name": "step", "value": "10"}]

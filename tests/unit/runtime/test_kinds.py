@@ -8,14 +8,14 @@ import pytest
 
 from trainjob.controller import rbac
 from trainjob.core.resources import Resource
-from trainjob.runtime import kinds
-from trainjob.runtime.compiler import framework
+from trainjob.runtime import kinds, registry
 from trainjob.runtime.framework import Framework
 from trainjob.runtime.plugins import jobset as jobset_plugin
+from trainjob.runtime.registry import framework
 
 
 def test_every_kind_a_builtin_plugin_plans_is_declared_once_jobset_first() -> None:
-    got = kinds.registry()
+    got = registry.kinds()
     assert list(got) == [k.key for k in kinds.BUILTIN]
     assert got[("jobset.x-k8s.io/v1alpha2", "JobSet")].apply is kinds.Apply.WHILE_SUSPENDED
     assert got[("v1", "Secret")].apply is kinds.Apply.CREATE_ONCE
@@ -23,9 +23,9 @@ def test_every_kind_a_builtin_plugin_plans_is_declared_once_jobset_first() -> No
 
 
 def test_of_names_the_kind_of_a_plan_object_and_refuses_an_undeclared_one() -> None:
-    assert kinds.of({"apiVersion": "v1", "kind": "ConfigMap"}) is kinds.CONFIGMAP
+    assert registry.kind_of({"apiVersion": "v1", "kind": "ConfigMap"}) is kinds.CONFIGMAP
     with pytest.raises(KeyError):
-        kinds.of({"apiVersion": "example.com/v1", "kind": "Widget"})
+        registry.kind_of({"apiVersion": "example.com/v1", "kind": "Widget"})
 
 
 def test_two_plugins_declaring_one_kind_differently_is_an_error() -> None:
@@ -63,8 +63,8 @@ def test_a_new_plugin_kind_brings_its_rbac_rule(monkeypatch: pytest.MonkeyPatch)
         kinds.Local.SKIP,
         "widgets",
     )
-    registry = {**kinds.registry(), widget.key: widget}
-    monkeypatch.setattr(kinds, "registry", lambda: registry)
+    declared = {**registry.kinds(), widget.key: widget}
+    monkeypatch.setattr(registry, "kinds", lambda: declared)
     rules = [r.to_dict() for r in rbac.plan_rules()]
     assert {
         "apiGroups": ["example.com"],

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from trainjob import extras
 from trainjob.trainers.llm import argv, config, launch, model
 from trainjob.trainers.llm.errors import TrainerError
 
@@ -133,7 +134,8 @@ def test_qlora_runs_on_cpu_and_without_bitsandbytes_says_what_to_install(
         model.check_qlora(cfg("/m", "model.quantize_base=True").lora, cuda=False)
     assert str(err.value) == (
         "model.quantize_base=True (QLoRA) needs bitsandbytes, which is not installed; "
-        "pip install 'trainjob[llm]' (or bitsandbytes), or drop model.quantize_base for LoRA"
+        f"pip install {extras.install_target(['llm'])} (or bitsandbytes), or drop "
+        "model.quantize_base for LoRA"
     )
     model.check_qlora(cfg("/m").lora, cuda=False)
 

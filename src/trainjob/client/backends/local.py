@@ -72,13 +72,13 @@ class LocalBackend(ExecutorBackend):
             backend=self,
             extra_env=self.cfg.env or None,
             venv=self.cfg.cleanup_venv,
+            validate=False,  # submit validates it, with its runtime (catalog.admit)
         )
         name = builder.job_name(job)
         snapshot = workspace.snapshot_in(job, options)
+        tj = builder.parse(job)
         try:
-            self.executor.submit(
-                builder.model(job), cwd=self.cfg.cwd or os.getcwd(), workspace=snapshot
-            )
+            self.executor.submit(tj, cwd=self.cfg.cwd or os.getcwd(), workspace=snapshot)
         except (InvalidError, NotFoundError) as e:
             raise ValueError(str(e)) from e
         except (AlreadyExistsError, ConfigError) as e:

@@ -36,9 +36,10 @@ from trainjob.api import legacy, validation
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
-from trainjob.controller import http, runtimes
+from trainjob.controller import runtimes
 from trainjob.core import times
 from trainjob.errors import ErrorType, FieldError, GoStruct, InvalidError
+from trainjob.kube import http
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import ApiError, NotFound

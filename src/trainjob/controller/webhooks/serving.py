@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainjob import certs
 from trainjob.api import constants as c
-from trainjob.controller import http
 from trainjob.controller.webhooks import admission
 from trainjob.errors import ConfigError
+from trainjob.kube import certs, http
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
 from trainjob.kube.errors import AlreadyExists, ApiError, Conflict, NotFound

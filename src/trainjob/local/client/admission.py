@@ -1,7 +1,7 @@
 """What a local submit checks before anything starts, and the first rows it stores.
 
 The TrainJob is named (``generateName``) and given a uid, admitted by the same rules as
-``trainjob plan`` and the webhooks (:func:`trainjob.catalog.admit`), compiled by the one compiler,
+``trainjob plan`` and the webhooks (:func:`trainjob.executor.catalog.admit`), compiled by the one compiler,
 reduced to what this machine runs (each kind as its plugin declares, :mod:`trainjob.runtime.kinds`)
 and checked against this machine's limits and commands. Used by
 :meth:`trainjob.local.client.executor.LocalExecutor.submit` and ``check``.
@@ -15,18 +15,18 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainjob import catalog
 from trainjob.api import constants as c
 from trainjob.api.base import to_dict
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.errors import ConfigError, FieldError, InvalidError
+from trainjob.executor import catalog
 from trainjob.local.client import limits, workspaces
 from trainjob.local.client import runtimes as local_runtimes
 from trainjob.local.job import jobset_rules, mpi, pods
 from trainjob.local.job import runner as runners
 from trainjob.local.state.home import DEFAULT_NAMESPACE
 from trainjob.local.state.store import PodRow, Store
-from trainjob.runtime import CompileOptions, compile, kinds
+from trainjob.runtime import CompileOptions, compile, kinds, registry
 from trainjob.runtime.plan import Plan
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -62,11 +62,11 @@ def prepare(
     options = CompileOptions()
     policy = runtime.spec.ml_policy
     if policy is not None and policy.mpi is not None:
-        from trainjob import keys
+        from trainjob.executor import sshkeys
 
-        private, public = keys.generate_ssh_key_pair()
+        private, public = sshkeys.generate_ssh_key_pair()
         options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
-    plan = local_plan(compile(tj, runtime, options))
+    plan = local_plan(compile(tj, runtime, options, validated=True))  # admit validated it
     plan = workspaces.adapt(plan, home, {"metadata": {"annotations": meta.annotations or {}}})
     limits.check(plan, tj)
     run_dir = os.path.abspath(cwd or os.getcwd())
@@ -115,7 +115,7 @@ def local_plan(plan: Plan) -> Plan:
     kept = []
     for obj in plan.objects:
         try:
-            kind = kinds.of(obj)
+            kind = registry.kind_of(obj)
         except KeyError:
             raise ConfigError(
                 f"the plan holds a {obj.get('apiVersion')}, Kind={obj.get('kind')} that no runtime "

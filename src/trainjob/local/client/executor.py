@@ -442,7 +442,7 @@ class LocalExecutor(Executor):
 
     def runtime_objects(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
         """:meth:`list_runtimes` as plain objects, without YAML or pydantic: the built-in ones
-        from the home's JSON copy of their files (:func:`trainjob.catalog.builtin_documents`),
+        from the home's JSON copy of their files (:func:`trainjob.executor.catalog.builtin_documents`),
         the stored ones as stored (validated when applied)."""
         from trainjob.local.client import runtimes as local_runtimes
         from trainjob.local.state import files

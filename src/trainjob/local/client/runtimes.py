@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from trainjob import catalog
 from trainjob.api import constants as c
 from trainjob.errors import FieldError, InvalidError, NotFoundError
+from trainjob.executor import catalog
 from trainjob.local.state.home import DEFAULT_NAMESPACE
 from trainjob.local.state.store import Store
 
@@ -71,7 +71,7 @@ def listed_objects(
     store: Store, cache_dir: Path | None, namespace: str | None = None
 ) -> list[Mapping[str, Any]]:
     """:func:`listed` as plain objects: the built-in ones from the JSON copy of their files in
-    ``cache_dir`` (:func:`trainjob.catalog.builtin_documents`), the stored ones as stored."""
+    ``cache_dir`` (:func:`trainjob.executor.catalog.builtin_documents`), the stored ones as stored."""
 
     def identity(r: Mapping[str, Any]) -> tuple[str, str, str]:
         meta = r.get("metadata") or {}

@@ -18,21 +18,33 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainjob import extras
+from trainjob.initializers import sources
 from trainjob.local.job.templates import Obj, PodConfigError, PodTemplate
 from trainjob.runtime.plan import Plan
 
-# What to install for commands a runtime commonly uses.
+# What to install for commands a runtime commonly uses ({torch}, {llm}: this install with that
+# extra, extras.install_target; hint() fills them in).
 INSTALL_HINTS = {
     "mpirun": "install OpenMPI: apt-get install -y openmpi-bin libopenmpi-dev "
     "(or run scripts/setup-local.sh)",
     "mpiexec": "install OpenMPI: apt-get install -y openmpi-bin libopenmpi-dev "
     "(or run scripts/setup-local.sh)",
-    "torchrun": "install PyTorch: pip install 'trainjob[torch]' (or pip install torch)",
-    "tune": "install trainjob's LLM trainer: pip install 'trainjob[llm]' (or torchtune)",
+    "torchrun": "install PyTorch: pip install {torch} (or pip install torch)",
+    "tune": "install trainjob's LLM trainer: pip install {llm} (or torchtune)",
     "deepspeed": "install DeepSpeed: pip install deepspeed",
     "accelerate": "install Accelerate: pip install accelerate",
     "sshd": "install OpenSSH server: apt-get install -y openssh-server",
 }
+
+
+def hint(exe: str, default: str = "install it, or put it on PATH") -> str:
+    """What to install for the missing command ``exe`` (:data:`INSTALL_HINTS`)."""
+    text = INSTALL_HINTS.get(exe)
+    if text is None:
+        return default
+    return text.format(torch=extras.install_target(["torch"]), llm=extras.install_target(["llm"]))
+
+
 PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
 # Upstream images whose entrypoint trainjob ships as a module, with the same env contract
 # (STORAGE_URI, ACCESS_TOKEN, ...): image without tag -> (module, default OUTPUT_PATH).
@@ -100,8 +112,8 @@ def missing_extras(argv: list[str], env: Mapping[str, str]) -> str | None:
     module = argv[2]
     if module in ("trainjob.initializers.dataset", "trainjob.initializers.model"):
         uri = env.get("STORAGE_URI", "")
-        scheme = extras.storage_scheme(uri)
-        return extras.message(f"STORAGE_URI {uri!r}", extras.STORAGE_MODULES.get(scheme, ()))
+        modules = sources.MODULES.get(sources.scheme(uri), ())
+        return extras.message(f"STORAGE_URI {uri!r}", modules)
     if module == STAND_INS["tune"]:
         return extras.message("'tune run' (trainjob's LLM trainer)", extras.LLM_TRAINER)
     if module == STAND_INS["trl"]:
@@ -128,7 +140,7 @@ def script_launcher_missing(argv: list[str], path: str) -> str | None:
     words = lines[-1].split() if lines else []
     if not words or words[0] not in INSTALL_HINTS or shutil.which(words[0], path=path):
         return None
-    return f"command {words[0]!r} not found: {INSTALL_HINTS[words[0]]}"
+    return f"command {words[0]!r} not found: {hint(words[0])}"
 
 
 def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
@@ -146,8 +158,7 @@ def resolve_command(argv: list[str], path: str, where: str) -> list[str]:
             return argv
         raise PodConfigError(f"{where}: command {exe!r} does not exist on this machine")
     if shutil.which(exe, path=path) is None:
-        hint = INSTALL_HINTS.get(exe, "install it, or put it on PATH")
-        raise PodConfigError(f"{where}: command {exe!r} not found: {hint}")
+        raise PodConfigError(f"{where}: command {exe!r} not found: {hint(exe)}")
     # Found on PATH, it runs as written, as the kubelet runs it: some programs read their argv[0]
     # (OpenMPI's mpirun takes an absolute /bin/mpirun as --prefix /, and refuses it).
     return argv

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from trainjob.api import corev1
+from trainjob.api import container_validation
 from trainjob.local.job.templates import Obj, PodConfigError, PodTemplate
 from trainjob.runtime.plan import Plan
 
@@ -48,7 +48,9 @@ def mount_map(ctr: Obj, dirs: Mapping[str, Path]) -> list[tuple[str, str]]:
         if host is None:
             continue
         if m.get("subPath"):
-            if corev1.descending_path_problems(str(m["subPath"])):  # from a patch: not validated
+            if container_validation.descending_path_problems(
+                str(m["subPath"])
+            ):  # from a patch: not validated
                 raise PodConfigError(
                     f'volumeMount subPath {m["subPath"]!r} of volume "{m["name"]}" must be a '
                     "relative path inside its volume (no '..')"
@@ -87,7 +89,7 @@ def volume_files(volume: Obj, objects: Plan) -> dict[str, tuple[bytes, int]]:
     out: dict[str, tuple[bytes, int]] = {}
     for item in items:
         if item["key"] in data:
-            if corev1.descending_path_problems(str(item["path"])):
+            if container_validation.descending_path_problems(str(item["path"])):
                 raise PodConfigError(
                     f"volume item path {item['path']!r} must be a relative path inside its "
                     "volume (no '..')"

@@ -64,6 +64,16 @@ class Kept:
             homes.ENV_RESTART_ATTEMPT: str(restart_attempt),
         }
 
+    def drop_empty(self) -> None:
+        """At the job's end: remove the checkpoint directory, and then the run's and the job's
+        output directories, where nothing was written to them (each made for a pod that might
+        write; a job that wrote nothing leaves no empty folders). Never removes content."""
+        for d in (self.checkpoint_dir, self.run_dir, self.run_dir.parent):
+            try:
+                d.rmdir()  # only an empty directory; a link or a file is refused
+            except OSError:
+                return
+
     def dirs(self, pod: pods.PodTemplate) -> dict[str, Path]:
         """Volume name -> directory, for the kept volumes ``pod`` may mount."""
         out = {name: self.run_dir / name for name in self.shared}

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from trainjob import cores
+from trainjob import threads
 from trainjob.local.job import probes
 from trainjob.local.job.commands import (
     ALWAYS,
@@ -143,8 +143,8 @@ def build_pod(
         full_env["JOB_COMPLETION_INDEX"] = str(pod.index)
         full_env.update(extra_env or {})
         full_env.update(env)
-        if cores.ENV not in full_env:  # this pod's share of the cores its siblings also use
-            full_env[cores.ENV] = str(cores.share(local_processes(pod, objects, full_env)))
+        if threads.ENV not in full_env:  # this pod's share of the cores its siblings also use
+            full_env[threads.ENV] = str(threads.share(local_processes(pod, objects, full_env)))
         argv = resolve_command(argv, full_env.get("PATH", path), where)
         missing = missing_extras(argv, full_env) or script_launcher_missing(
             argv, full_env.get("PATH", path)

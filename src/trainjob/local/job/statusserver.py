@@ -27,8 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from trainjob import certs
 from trainjob.core import trainerstatus as ts
+from trainjob.kube import certs
 from trainjob.local.state import files
 
 log = logging.getLogger(__name__)

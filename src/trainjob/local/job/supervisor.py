@@ -271,6 +271,8 @@ class Supervisor(Attempt):
         left = self.runner.close(bound)
         left += tracking.end_everything(self.uid)  # the engine's calls too, once they are done
         self.reports.stop()  # updates it accepted stay queued for the last flush
+        if not left:  # nothing of the job runs that could still write there
+            self.kept.drop_empty()
         self.torn_down = True
         if left:
             self.event(

@@ -13,7 +13,7 @@
   implementation.
 
 The compiler is pure, so the key pair comes from ``CompileOptions.ssh_private_key`` /
-``ssh_public_key`` (made by :func:`trainjob.keys.generate_ssh_key_pair`). Without them the Secret
+``ssh_public_key`` (made by :func:`trainjob.executor.sshkeys.generate_ssh_key_pair`). Without them the Secret
 is planned with empty ``data``: whoever applies the plan must generate a pair and compile again
 (upstream creates the Secret only when it does not exist yet, so a running job keeps its keys).
 """
@@ -31,6 +31,7 @@ from trainjob.runtime.info import Info, Obj, num_gpus, upsert_by, upsert_env
 from trainjob.runtime.kinds import CONFIGMAP, SECRET, Kind
 from trainjob.runtime.plugins.jobset import owned_meta
 from trainjob.runtime.plugins.trainer import node_resources, reserved_envs_error
+from trainjob.runtime.resources import merge_resources
 
 NAME = "MPI"
 
@@ -205,8 +206,6 @@ class MPI:
                 upsert_env(ctr.setdefault("env", []), *openmpi_envs(slots))
         if trainer is None:
             return
-        from trainjob.runtime.compiler import merge_resources  # cycle: compiler imports plugins
-
         for ps in info.pod_sets:
             trainer_job = ps.ancestor == c.ANCESTOR_TRAINER
             if not trainer_job and not (as_node and ps.name == c.JOB_NODE):

@@ -30,7 +30,7 @@ from trainjob.core import jobset as js
 from trainjob.runtime.info import Info, Obj
 
 if TYPE_CHECKING:
-    from trainjob.runtime.compiler import CompileOptions
+    from trainjob.runtime.compileoptions import CompileOptions
 
 NAME = "Resume"
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from trainjob.api import constants as c
 from trainjob.api import quantity
-from trainjob.api.core import ResourceRequirements
+from trainjob.api.k8s_types import ResourceRequirements
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError, GoStruct
 

@@ -27,28 +27,21 @@ local backend, whose supervisor serves the endpoint itself).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from trainjob.api import constants as c
 from trainjob.api.trainer import TrainJob
 from trainjob.core import trainerstatus as ts
+from trainjob.runtime.compileoptions import StatusServer
 from trainjob.runtime.info import Info, Obj, upsert_by, upsert_env
 from trainjob.runtime.kinds import Kind
 
 if TYPE_CHECKING:
-    from trainjob.runtime.compiler import CompileOptions
+    from trainjob.runtime.compileoptions import CompileOptions
+
+__all__ = ["NAME", "StatusServer", "TrainJobStatus", "env"]
 
 NAME = "TrainJobStatus"
-
-
-@dataclass(frozen=True)
-class StatusServer:
-    """Where the executor serves the endpoint: ``base_url`` (``https://host:port``) and the PEM
-    CA certificate its serving certificate chains to."""
-
-    base_url: str
-    ca_cert: str
 
 
 def env(trainjob: TrainJob, server: StatusServer) -> list[Obj]:

@@ -6,12 +6,18 @@ PreTrainedTokenizerFast; a 2-layer Llama with hidden size 32) and a dataset the 
 seconds. ``python -m trainjob.trainers.llm.demo DIR`` writes ``DIR/model`` and
 ``DIR/dataset/data/train-00000-of-00001.parquet``, the layout the torchtune runtimes read, for
 ``examples/llm-lora.yaml``. The trainer's tests use the same builders.
+
+The docs' folder is ``/tmp/trainjob-llm-demo`` (the one ``examples/llm-lora.yaml`` reads, a
+manifest naming no user's home). ``/tmp`` is shared: a folder there that another user made (or
+a link) is refused with a one-line error naming the fix (a folder of one's own, and the YAML's
+two ``storageUri`` lines), rather than written into or read from.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -101,6 +107,24 @@ def parquet(path: Path, repeat: int = 2) -> Path:
     return path
 
 
+def _not_ours(folder: Path) -> str | None:
+    """Why ``folder`` is not this user's to write the demo into (a link, another user's folder);
+    None when it is, or does not exist yet (it is made, as this user)."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return None
+    fix = (
+        "pass a folder of your own, e.g. python -m trainjob.trainers.llm.demo ~/trainjob-llm-demo, "
+        "and use it in the job's two storageUri lines"
+    )
+    if os.path.islink(folder):
+        return f"{folder} is a link: {fix}"
+    if st.st_uid != os.getuid():
+        return f"{folder} belongs to another user: {fix}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m trainjob.trainers.llm.demo",
@@ -108,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("dir", type=Path, help="where to write model/ and dataset/")
     args = parser.parse_args(argv)
+    foreign = _not_ours(args.dir)
+    if foreign:
+        print(f"error: {foreign}", file=sys.stderr)
+        return 1
     missing = extras.message("the LLM demo", ("torch", "transformers", "pyarrow"))
     if missing:
         print(f"error: {missing}", file=sys.stderr)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from trainjob import extras
 from trainjob.trainers.llm.checkpoint import CHECKPOINTS
 from trainjob.trainers.llm.errors import TrainerError
 
@@ -37,7 +38,7 @@ def check(uri: str | None) -> None:
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise TrainerError(f"export.uri={uri} needs {module}; pip install 'trainjob[initializers]'")
+        raise TrainerError(f"export.uri={uri} needs {module}; {extras.install_hint([module])}")
 
 
 def files(output_dir: str) -> list[Path]:

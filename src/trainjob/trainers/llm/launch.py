@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
-from trainjob import cores, extras
+from trainjob import extras, threads
 from trainjob.trainers.llm import argv as argv_mod
 from trainjob.trainers.llm import checkpoint, data, export, model, train
 from trainjob.trainers.llm import config as config_mod
@@ -71,9 +71,9 @@ def run_torchrun(args: Sequence[str]) -> int:
 
     parsed = torchrun.get_args_parser().parse_args(list(args))
     workers = str(parsed.nproc_per_node)
-    if cores.ENV not in os.environ and workers.isdigit() and int(workers) > 1:
+    if threads.ENV not in os.environ and workers.isdigit() and int(workers) > 1:
         # each worker its share of this node's cores (torchrun would give each one thread)
-        os.environ[cores.ENV] = str(cores.share(int(workers)))
+        os.environ[threads.ENV] = str(threads.share(int(workers)))
     try:
         torchrun.run(parsed)  # type: ignore[no-untyped-call]
     except SignalException as exc:

@@ -14,6 +14,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from trainjob import extras
 from trainjob.trainers.llm.config import LoraConfig, TrainConfig
 from trainjob.trainers.llm.errors import TrainerError
 
@@ -89,7 +90,8 @@ def check_qlora(lora: LoraConfig, cuda: bool) -> None:
     if importlib.util.find_spec("bitsandbytes") is None:
         raise TrainerError(
             "model.quantize_base=True (QLoRA) needs bitsandbytes, which is not installed; "
-            "pip install 'trainjob[llm]' (or bitsandbytes), or drop model.quantize_base for LoRA"
+            f"pip install {extras.install_target(['llm'])} (or bitsandbytes), or drop "
+            "model.quantize_base for LoRA"
         )
 
 

@@ -33,11 +33,11 @@ CACHE_FORMAT = 1
 
 def runtimes_dir() -> Path:
     """Where the built-in runtime manifests live (in the wheel, else in the source tree)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_manifests" / "runtimes"
+    package = Path(__file__).resolve().parent.parent  # src/trainjob (this file: executor/)
+    packaged = package / "_manifests" / "runtimes"
     if packaged.is_dir():
         return packaged
-    return here.parent.parent / "manifests" / "runtimes"
+    return package.parent.parent / "manifests" / "runtimes"
 
 
 @cache

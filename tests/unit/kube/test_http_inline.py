@@ -1,4 +1,4 @@
-"""Inline routes (trainjob.controller.http): computed on the server's loop, without the hand-over
+"""Inline routes (trainjob.kube.http): computed on the server's loop, without the hand-over
 to a pool thread and back that cost more than an admission review under load; a route that finds
 it must block (``check_inline``) runs again on a pool thread, as does one with a large body."""
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trainjob.controller import http
+from trainjob.kube import http
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ for the given DNS names and IP addresses). :func:`server_context` turns a certif
 (PEM) into the TLS context a server uses; :func:`expires_within` tells when to rotate.
 
 :func:`generate_in_subprocess` is :func:`generate` run in a short-lived child
-(``python -m trainjob.certs``), for the controller: a long-running process that never imports
+(``python -m trainjob.kube.certs``), for the controller: a long-running process that never imports
 ``cryptography`` does not map its own copy of OpenSSL (measured: +8.7 MiB RSS, a sixth of the
 controller's), so the module imports ``cryptography`` only where a function needs it, and
 :func:`expires_within` and :func:`covers` read the few DER fields they need themselves.
@@ -130,7 +130,7 @@ def generate_in_subprocess(
     caller never imports ``cryptography`` (see the module docstring)."""
     request = json.dumps({"dns": dns_names, "ips": ip_addresses or [], "ca_name": ca_name})
     done = subprocess.run(
-        [sys.executable, "-m", "trainjob.certs"],
+        [sys.executable, "-m", "trainjob.kube.certs"],
         input=request.encode(),
         capture_output=True,
         check=False,
@@ -278,7 +278,7 @@ def server_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
 
 
 def _main() -> None:
-    """``python -m trainjob.certs``: a JSON request on stdin, the PEMs as JSON on stdout."""
+    """``python -m trainjob.kube.certs``: a JSON request on stdin, the PEMs as JSON on stdout."""
     req = json.loads(sys.stdin.read())
     bundle = generate(list(req["dns"]), list(req.get("ips") or []), str(req["ca_name"]))
     json.dump({k: getattr(bundle, k).decode() for k in ("ca_cert", "cert", "key")}, sys.stdout)

@@ -1,4 +1,7 @@
-"""The Kubernetes core/v1 and batch/v1 types that TrainJobs and runtimes embed.
+"""The Kubernetes core/v1 and batch/v1 types that TrainJobs and runtimes embed (pydantic models).
+
+Their rules (resource names, quantities, env vars) are :mod:`trainjob.api.container_validation`;
+the Kubernetes rules every layer shares (times, conditions) are :mod:`trainjob.core`.
 
 Only the fields trainjob reads are typed; every other field is kept as the user wrote it
 (``K8sModel`` allows extras), so a pod template survives a round trip unchanged.

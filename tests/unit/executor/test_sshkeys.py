@@ -5,7 +5,7 @@ from __future__ import annotations
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from trainjob.keys import generate_ssh_key_pair
+from trainjob.executor.sshkeys import generate_ssh_key_pair
 
 
 def test_private_key_is_a_p521_ec_pem_and_public_key_matches_it() -> None:

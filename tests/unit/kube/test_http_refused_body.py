@@ -16,8 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trainjob import certs
-from trainjob.controller import http
+from trainjob.kube import certs, http
 
 
 @pytest.fixture

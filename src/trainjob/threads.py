@@ -7,6 +7,10 @@ several processes on one machine: two local "nodes" on 2 cores, each using both,
 one node (threads fighting for cores, gloo spinning). Each process gets ``cores // processes``
 instead (at least 1). Used by the local backend (all the pods of a replicatedJob share the
 machine) and by the LLM trainers' launchers (the workers torchrun starts on one node).
+
+At the top of the package because those two users may not import each other: the trainers run
+inside a cluster's container and import no backend, and the local backend's pods should not load
+the trainers' package to size their threads. It imports only ``os``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from trainjob.controller.queue import RateLimiter, WorkQueue
+from trainjob.kube.queue import RateLimiter, WorkQueue
 
 
 def test_a_key_added_twice_before_a_worker_takes_it_is_processed_once() -> None:

@@ -4,6 +4,9 @@ Upstream's MPI plugin generates an ECDSA P-521 key the first time it builds a Tr
 trainjob's compiler draws no randomness, so whoever compiles (the controller when the Secret does
 not exist yet, the local executor for each new job) calls :func:`generate_ssh_key_pair` and passes
 the pair in ``CompileOptions(ssh_private_key=..., ssh_public_key=...)``.
+
+Here, beside the executor interface, because it is a step of every executor's submit (not of the
+pure compiler), and knows no backend.
 """
 
 from __future__ import annotations
