@@ -35,7 +35,7 @@ from trainjob.runtime.kinds import Kind
 from trainjob.workspace import names
 
 if TYPE_CHECKING:
-    from trainjob.runtime.compiler import CompileOptions
+    from trainjob.runtime.compileoptions import CompileOptions
 
 NAME = "Workspace"
 
