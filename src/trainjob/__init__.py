@@ -29,6 +29,19 @@ if TYPE_CHECKING:
         DATASET_PATH,
         MODEL_PATH,
     )
+    from trainjob.client.optimizer import (
+        OptimizerClient,
+    )
+    from trainjob.client.optimizer_types import (
+        Direction,
+        GridSearch,
+        MedianStopping,
+        Objective,
+        RandomSearch,
+        Search,
+        TPESearch,
+        TrialConfig,
+    )
     from trainjob.client.options import (
         ActiveDeadlineSeconds,
         Annotations,
@@ -85,6 +98,15 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "OptimizerClient": "trainjob.client.optimizer",
+    "Direction": "trainjob.client.optimizer_types",
+    "GridSearch": "trainjob.client.optimizer_types",
+    "MedianStopping": "trainjob.client.optimizer_types",
+    "Objective": "trainjob.client.optimizer_types",
+    "RandomSearch": "trainjob.client.optimizer_types",
+    "Search": "trainjob.client.optimizer_types",
+    "TPESearch": "trainjob.client.optimizer_types",
+    "TrialConfig": "trainjob.client.optimizer_types",
     "Workspace": "trainjob.client.workspace",
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
@@ -154,8 +176,10 @@ __all__ = [
     "DataCacheInitializer",
     "DataFormat",
     "DataType",
+    "Direction",
     "Event",
     "FieldError",
+    "GridSearch",
     "HuggingFaceDatasetInitializer",
     "HuggingFaceModelInitializer",
     "Initializer",
@@ -170,9 +194,13 @@ __all__ = [
     "LocalProcessBackendConfig",
     "LoraConfig",
     "Loss",
+    "MedianStopping",
     "Name",
+    "Objective",
+    "OptimizerClient",
     "PodSpecPatch",
     "PodTemplatePatch",
+    "RandomSearch",
     "ReplicatedJobPatch",
     "Runtime",
     "RuntimeKind",
@@ -180,6 +208,8 @@ __all__ = [
     "RuntimeTrainer",
     "S3DatasetInitializer",
     "S3ModelInitializer",
+    "Search",
+    "TPESearch",
     "TRLConfig",
     "TRLMethod",
     "TTLSecondsAfterFinished",
@@ -194,6 +224,7 @@ __all__ = [
     "TrainerType",
     "TrainingRuntimeSource",
     "TrainingRuntimeSpecPatch",
+    "TrialConfig",
     "Workspace",
     "__version__",
     "get_tpu_num_nodes",

@@ -108,6 +108,7 @@ def names(env: dict[str, str], *what: str) -> list[str]:
 
 TRAINJOB_CRDS = [
     "clustertrainingruntimes.trainer.kubeflow.org",
+    "optimizationjobs.trainer.kubeflow.org",
     "trainingruntimes.trainer.kubeflow.org",
     "trainjobs.trainer.kubeflow.org",
 ]
@@ -158,7 +159,7 @@ def test_the_documented_helm_install_and_crd_upgrade_work_the_first_time(tmp_pat
         assert "STATUS: deployed" in out
         installed(env)
         applied, upgraded = run_block(env, "crd-upgrade")
-        assert applied.count("serverside-applied") == 3
+        assert applied.count("serverside-applied") == len(TRAINJOB_CRDS)
         assert "has been upgraded" in upgraded
         assert json.loads(
             kubectl(
