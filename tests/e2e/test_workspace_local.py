@@ -150,3 +150,57 @@ def test_a_custom_trainers_function_imports_the_workspaces_modules(tmp_path: Pat
     assert job.status == "Complete", logs
     assert "rank 0 packed at submit" in logs
     assert "rank 1 packed at submit" in other
+
+
+SWEEP = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: OptimizationJob
+metadata:
+  name: ws-sweep
+spec:
+  objectives:
+  - metric: loss
+  searchAlgorithm:
+    grid: {}
+  numTrials: 2
+  parallelTrials: 2
+  parameters:
+  - name: scale
+    searchSpace:
+      categorical:
+        choices: ["1", "3"]
+  trainJobTemplate:
+    spec:
+      runtimeRef:
+        name: torch-distributed
+      trainer:
+        command: ["python", "sweep_train.py", "{{.scale}}"]
+"""
+
+
+def test_a_sweep_with_workdir_runs_every_trial_on_the_folder_as_it_was_at_submit(
+    tmp_path: Path,
+) -> None:
+    """``run -f sweep.yaml --workdir DIR``: every trial imports the folder's ``mylib`` from one
+    shared copy, edited after submit or not; the copy stays while the sweep is stored."""
+    home, src = tmp_path / "home", project(tmp_path / "proj")
+    (src / "sweep_train.py").write_text(
+        "import sys, mylib, trainjob\n"
+        "print(mylib.GREETING)\n"
+        "trainjob.update_trainjob_status(metrics={'loss': float(sys.argv[1])})\n"
+    )
+    path = tmp_path / "sweep.yaml"
+    path.write_text(SWEEP)
+    ran = trainjob(home, "run", "-f", str(path), "--workdir", str(src))
+    assert ran.returncode == 0, ran.stderr
+    (src / "mylib" / "__init__.py").write_text("GREETING = 'edited after submit'\n")
+    done = trainjob(home, "run", "-f", str(path), "--wait")  # already exists: refused
+    assert done.returncode != 0
+    LocalExecutor(home).wait("ws-sweep-0", "default", timeout=240)
+    LocalExecutor(home).wait("ws-sweep-1", "default", timeout=240)
+    [copy] = copies(home)
+    for trial in ("ws-sweep-0", "ws-sweep-1"):
+        assert "packed at submit" in trainjob(home, "logs", trial).stdout
+        described = trainjob(home, "describe", "job", trial).stdout
+        assert f"Workspace:  sha256:{copy} ({src})" in described
+    assert copies(home) == [copy]

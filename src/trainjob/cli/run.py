@@ -237,15 +237,12 @@ def run_command(
     found = load_inputs(ex, filename, namespace)
     trainjobs, runtimes, dirs = found.trainjobs, found.runtimes, found.dirs
     snapshot = None
-    if workdir is not None and found.optimizationjobs:  # before anything runs
-        raise TrainJobError(
-            "--workdir: OptimizationJobs' trials do not take a workspace yet; run the "
-            "OptimizationJob without --workdir (its image holds the code), or TrainJobs with it"
-        )
     if workdir is not None:
         from trainjob.cli import workdir as workdirs
 
-        snapshot = workdirs.pack(workdir, workdir_exclude or (), workdir_uri, trainjobs)
+        snapshot = workdirs.pack(
+            workdir, workdir_exclude or (), workdir_uri, trainjobs, found.optimizationjobs
+        )
     elif workdir_exclude or workdir_uri:
         raise TrainJobError("--workdir-exclude and --workdir-uri go with --workdir DIR")
     submitted: list[TrainJob] = []
@@ -273,7 +270,7 @@ def run_command(
     if found.optimizationjobs:  # sweeps: cli/sweeps.py (their trials are TrainJobs)
         from trainjob.cli import sweeps
 
-        sweeps.run_sweeps(found.optimizationjobs, found.sweep_dirs, wait or follow)
+        sweeps.run_sweeps(found.optimizationjobs, found.sweep_dirs, wait or follow, snapshot)
     for tj in submitted:
         name, ns = tj.metadata.name or "", namespace_of(ex, tj.metadata.namespace)
         try:

@@ -38,6 +38,7 @@ from trainjob.executor import sweeps
 if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob
     from trainjob.executor.sweeps import SweepExecutor
+    from trainjob.workspace.pack import Snapshot
 
 RESOURCE = f"optimizationjob.{c.GROUP}"
 NAMES = ("optimizationjob", "optimizationjobs", "oj")
@@ -281,13 +282,19 @@ def split_kind(names: Sequence[str]) -> tuple[bool, list[str]]:
     return False, list(names)
 
 
-def run_sweeps(jobs: Sequence[OptimizationJob], dirs: Sequence[str], wait: bool) -> None:
-    """``run -f`` of OptimizationJobs: create each (``created``), then with ``--wait`` follow
-    each until it finishes (a line per change on stderr; exit 1 when it failed)."""
+def run_sweeps(
+    jobs: Sequence[OptimizationJob],
+    dirs: Sequence[str],
+    wait: bool,
+    workspace: Snapshot | None = None,
+) -> None:
+    """``run -f`` of OptimizationJobs: create each (``created``; with ``--workdir`` its trials
+    run the ``workspace`` snapshot), then with ``--wait`` follow each until it finishes (a line
+    per change on stderr; exit 1 when it failed)."""
     ex = sweep_executor()
     made = []
     for job, where in zip(jobs, dirs, strict=True):
-        stored = ex.create(job, cwd=where)
+        stored = ex.create(job, cwd=where, workspace=workspace)
         made.append(stored)
         out.print(f"{RESOURCE}/{stored.metadata.name} created")
     if not wait:

@@ -1,4 +1,5 @@
-"""``trainjob run --workdir DIR``: pack the folder once and record it on every TrainJob of the run.
+"""``trainjob run --workdir DIR``: pack the folder once and record it on every TrainJob of the run
+(and on the trial template of every OptimizationJob of it).
 
 The snapshot (:mod:`trainjob.workspace.pack`) is made before anything is submitted, so a folder
 that is missing, too large or holds a link out of it is refused first, in one line; each TrainJob
@@ -13,14 +14,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from trainjob.api.optimization import OptimizationJob
     from trainjob.api.trainer import TrainJob
     from trainjob.workspace.pack import Snapshot
 
 
 def pack(
-    folder: str, exclude: Sequence[str], uri: str | None, trainjobs: Sequence[TrainJob]
+    folder: str,
+    exclude: Sequence[str],
+    uri: str | None,
+    trainjobs: Sequence[TrainJob],
+    sweeps: Sequence[OptimizationJob] = (),
 ) -> Snapshot:
-    """The snapshot of ``folder``, its annotations set on each of ``trainjobs``."""
+    """The snapshot of ``folder``, its annotations set on each of ``trainjobs`` and on the trial
+    template of each of ``sweeps`` (so that every trial carries them)."""
+    from trainjob.api.k8s_types import ObjectMeta
+    from trainjob.api.optimization import TrainJobTemplateSpec
     from trainjob.workspace import pack as packing
     from trainjob.workspace import s3
 
@@ -31,4 +40,9 @@ def pack(
             **(tj.metadata.annotations or {}),
             **snapshot.annotations(where),
         }
+    for job in sweeps:
+        template: TrainJobTemplateSpec = job.spec.train_job_template
+        meta = template.metadata or ObjectMeta()
+        meta.annotations = {**(meta.annotations or {}), **snapshot.annotations(where)}
+        template.metadata = meta
     return snapshot

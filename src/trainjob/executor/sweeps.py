@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob
     from trainjob.executor.base import Executor
     from trainjob.executor.model import Event
+    from trainjob.workspace.pack import Snapshot
 
 # An OptimizationJob's phase, from its conditions (the SDK's vocabulary, as a TrainJob's).
 CREATED = "Created"
@@ -73,9 +74,13 @@ class SweepExecutor(abc.ABC):
         return self.trials.default_namespace
 
     @abc.abstractmethod
-    def create(self, job: OptimizationJob, *, cwd: str | None = None) -> OptimizationJob:
+    def create(
+        self, job: OptimizationJob, *, cwd: str | None = None, workspace: Snapshot | None = None
+    ) -> OptimizationJob:
         """Check ``job`` (its fields; that its first trial would be accepted) and start it; the
-        job as stored (named, with a uid). ``cwd``: where a local trial's commands run."""
+        job as stored (named, with a uid). ``cwd``: where a local trial's commands run.
+        ``workspace``: the snapshot its trial template's annotations name (``run --workdir``),
+        stored where every trial's pods find it, as :meth:`Executor.submit` does for one job."""
 
     @abc.abstractmethod
     def get(self, name: str, namespace: str) -> OptimizationJob:

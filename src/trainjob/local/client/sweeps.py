@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from trainjob.api.optimization import OptimizationJob
+    from trainjob.workspace.pack import Snapshot
 
 START_GRACE = 30.0  # seconds a stored job may wait for its first supervisor
 
@@ -69,7 +70,9 @@ class LocalSweepExecutor(SweepExecutor):
     def trials(self) -> LocalExecutor:
         return self._trials
 
-    def create(self, job: OptimizationJob, *, cwd: str | None = None) -> OptimizationJob:
+    def create(
+        self, job: OptimizationJob, *, cwd: str | None = None, workspace: Snapshot | None = None
+    ) -> OptimizationJob:
         """Check, store and start ``job``; the job as stored. InvalidError (its fields, or its
         first trial's), NotFoundError (the trials' runtime), ConfigError, AlreadyExistsError."""
         from trainjob.api.optimization import parse_optimization_job
@@ -87,6 +90,10 @@ class LocalSweepExecutor(SweepExecutor):
         meta.generation = meta.generation or 1
         job.status = None
         run_dir = os.path.abspath(cwd or os.getcwd())
+        if workspace is not None:  # one copy for every trial, kept while the job is stored
+            from trainjob.local.client import workspaces
+
+            workspaces.stage(self.home, workspace, self.store)
         first = template.render_trial(job, 0, sample_values(job.spec.parameters))
         self._trials.check(first, cwd=run_dir)
         row = SweepRow(

@@ -108,13 +108,24 @@ def digest_of(trainjob: dict[str, Any]) -> str | None:
 
 
 def in_use(store: Store | None) -> set[str]:
-    """The hex digests the stored jobs name."""
+    """The hex digests the stored jobs name: TrainJobs, and the trial template of every stored
+    OptimizationJob (``run --workdir`` of a sweep: its trials to come use the copy too)."""
     used: set[str] = set()
     if store is None:
         return used
-    for row in store.jobs(light=True):
+    docs: list[str] = [row.trainjob for row in store.jobs(light=True)]
+    from trainjob.local.client import sweep_store
+
+    templates = []
+    for row in sweep_store.listed(store):
         try:
-            digest = digest_of(json.loads(row.trainjob))
+            spec = json.loads(row.job).get("spec") or {}
+        except (ValueError, TypeError, AttributeError):
+            continue
+        templates.append(spec.get("trainJobTemplate") or {})
+    for doc in [*docs, *templates]:
+        try:
+            digest = digest_of(json.loads(doc) if isinstance(doc, str) else doc)
         except (ValueError, TypeError, AttributeError):
             continue
         if digest and names.DIGEST_RE.match(digest):
