@@ -220,9 +220,9 @@ class TrainJob(ApiModel):
 
 
 class ElasticPolicy(K8sModel):
-    """KEP-2903 ``elasticPolicy`` (``mlPolicy.torch`` and ``trainer``): the node range torchrun's
-    elastic rendezvous admits, and autoscaling/v2 MetricSpecs for an HPA. ``maxRestarts`` is the
-    v2.0/v2.1 field, kept as torchrun's restart budget."""
+    """KEP-2903 elasticPolicy: the node range of torchrun's rendezvous, metrics for an HPA."""
+
+    # maxRestarts (v2.0/v2.1) is torchrun's restart budget; metrics are autoscaling/v2 MetricSpecs.
 
     max_restarts: Int32 | None = None
     min_nodes: Int32 | None = None
