@@ -126,6 +126,12 @@ class Executor(abc.ABC):
     def resume(self, name: str, namespace: str) -> TrainJob:
         """Clear ``spec.suspend``: the pods start again."""
 
+    def scale(self, name: str, namespace: str, num_nodes: int) -> TrainJob:
+        """Set an elastic job's node count (KEP-2903), within its elasticPolicy's bounds."""
+        from trainjob.errors import TrainJobError
+
+        raise TrainJobError(f"the {self.backend or 'this'} backend cannot scale a TrainJob yet")
+
     @abc.abstractmethod
     def delete(self, name: str, namespace: str, *, purge: bool = False) -> None:
         """Stop the job's pods and remove the job; its outputs (``outputs``) stay unless

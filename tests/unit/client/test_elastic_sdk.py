@@ -36,7 +36,9 @@ def test_an_elastic_policy_becomes_the_trainers_elastic_policy(trainer: object) 
 def test_restarts_and_metrics_are_passed_on() -> None:
     metric = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}
     policy = ElasticPolicy(min_nodes=1, max_nodes=3, max_restarts=7, metrics=[metric])
-    job = builder.build(runtime(), trainer=types.CustomTrainer(func=s.train_no_args, num_nodes=policy))
+    job = builder.build(
+        runtime(), trainer=types.CustomTrainer(func=s.train_no_args, num_nodes=policy)
+    )
     assert job["spec"]["trainer"]["elasticPolicy"] == {
         "minNodes": 1,
         "maxNodes": 3,
@@ -65,4 +67,6 @@ def test_restarts_and_metrics_are_passed_on() -> None:
 )
 def test_a_bad_policy_is_refused_with_its_field(policy: ElasticPolicy, want: str) -> None:
     with pytest.raises(ValueError, match=want.replace("(", r"\(").replace(")", r"\)")):
-        builder.build(runtime(), trainer=types.CustomTrainer(func=s.train_no_args, num_nodes=policy))
+        builder.build(
+            runtime(), trainer=types.CustomTrainer(func=s.train_no_args, num_nodes=policy)
+        )

@@ -274,6 +274,51 @@ class Attempt:
             return False
         return True
 
+    def scale_to(self, count: int) -> None:
+        """An elastic job's node count changed (``trainjob scale``): new nodes are created
+        Pending (and join at the next rendezvous), or the highest-indexed ones are stopped."""
+        assert self.elastic is not None
+        b = self.elastic
+        nodes = sorted(k for k in self.rows if k[0] == c.JOB_NODE)
+        if count > len(nodes):
+            used = {k[2] for k in nodes}
+            free = [i for i in range(count + len(used)) if i not in used][: count - len(nodes)]
+            plan = elastic.scaled_plan(self.plan, max(free) + 1)
+            added = [
+                t
+                for t in pods.pod_templates(plan, self.uid, self.restarts)
+                if t.job == c.JOB_NODE and t.index in free
+            ]
+            try:
+                self.runner.add_pods(self.plan, added)
+            except pods.PodConfigError as e:
+                self.event("Warning", elastic.REASON_SCALE_FAILED, str(e))
+                return
+            rows, _ = jobset_rules.pending_rows(
+                added, self.namespace, self.name, self.uid, self.restarts, None
+            )
+            self.templates = [*self.templates, *added]
+            self.rows.update(rows)
+            what = ", ".join(t.name for t in added)
+            reason, message = elastic.REASON_NODE_JOINED, f"added {what}"
+        elif count < len(nodes):
+            gone = nodes[count:]
+            stop_all([self.runs.pop(k) for k in gone if k in self.runs])
+            names = {self.rows[k].pod_name for k in gone}
+            self.templates = [
+                t for t in self.templates if (t.job, t.job_index, t.index) not in gone
+            ]
+            for k in gone:
+                del self.rows[k]
+            reason, message = elastic.REASON_NODE_REMOVED, f"removed {', '.join(sorted(names))}"
+        else:
+            return
+        self.event(
+            "Normal",
+            reason,
+            f"scaled to {count} nodes (minNodes {b.min_nodes}, maxNodes {b.max_nodes}): {message}",
+        )
+
     def _rotate_log(self, t: pods.PodTemplate) -> None:
         logfiles.rotate(
             homes.log_path(self.home, self.namespace, self.name, t.job, t.index, t.job_index)

@@ -1,6 +1,6 @@
 """Elastic TrainJobs (KEP-2903) on this host: a lost node shrinks the job instead of failing it.
 
-Each node runs a torchrun elastic agent (c10d rendezvous, :mod:`trainjob.runtime.plugins.torch_elastic`);
+Each node runs a torchrun elastic agent (c10d rendezvous, from ``trainjob.runtime.plugins.torch_elastic``);
 when one node's process exits with an error, the other agents re-rendezvous by themselves and go
 on with one node less. So the supervisor (:class:`trainjob.local.job.attempt.Attempt`) does not
 count that exit against the Job's ``backoffLimit`` nor restart the JobSet: the node leaves the
@@ -11,18 +11,20 @@ than ``minNodes`` nodes are left. Node 0 hosts the rendezvous store (``is_host``
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from trainjob.api import constants as c
 from trainjob.runtime.plan import Plan
-from trainjob.runtime.plugins import torch_elastic
 
 REASON_NODE_LOST = "NodeLost"
 REASON_NODE_JOINED = "NodeJoined"
+REASON_NODE_REMOVED = "NodeRemoved"
+REASON_SCALE_FAILED = "ScaleFailed"
 REASON_BELOW_MIN_NODES = "FewerThanMinNodes"
-ENV_RDZV_CONF = "PET_RDZV_CONF"
+ENV_RDZV_CONF = c.TORCH_ENV_RDZV_CONF
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def bounds(plan: Plan) -> Bounds | None:
     """The node range of an elastic Plan (its node container's ``PET_NNODES=min:max`` with a
     c10d rendezvous); None for any other Plan."""
     env = _node_env(plan)
-    if env.get(torch_elastic.ENV_RDZV_BACKEND) != torch_elastic.RDZV_BACKEND:
+    if env.get(c.TORCH_ENV_RDZV_BACKEND) != c.TORCH_RDZV_BACKEND_C10D:
         return None
     lo, sep, hi = str(env.get(c.TORCH_ENV_NUM_NODES) or "").partition(":")
     if not sep or not lo.isdigit() or not hi.isdigit():
@@ -60,7 +62,7 @@ def bounds(plan: Plan) -> Bounds | None:
 def rendezvous_env(env: MutableMapping[str, str], index: int) -> None:
     """Node 0 hosts the c10d store: every node resolves the endpoint to this host, so torch's own
     guess (the first to bind is the host) would let any node host it, and its loss end the job."""
-    if env.get(torch_elastic.ENV_RDZV_BACKEND) != torch_elastic.RDZV_BACKEND:
+    if env.get(c.TORCH_ENV_RDZV_BACKEND) != c.TORCH_RDZV_BACKEND_C10D:
         return
     conf = env.get(ENV_RDZV_CONF, "")
     if "is_host=" in conf:
@@ -69,6 +71,22 @@ def rendezvous_env(env: MutableMapping[str, str], index: int) -> None:
     env[ENV_RDZV_CONF] = f"{conf},{host}" if conf else host
 
 
-def live_nodes(phases: Mapping[Any, str]) -> int:
-    """Nodes still in the job (not failed)."""
-    return sum(1 for p in phases.values() if p != "Failed")
+def desired(trainjob: Mapping[str, Any]) -> tuple[int, int | None]:
+    """The stored TrainJob's ``metadata.generation`` and ``spec.trainer.numNodes``: ``trainjob
+    scale`` sets the count and bumps the generation, so a new request is told from the count a
+    lost node left behind."""
+    gen = int((trainjob.get("metadata") or {}).get("generation") or 1)
+    count = ((trainjob.get("spec") or {}).get("trainer") or {}).get("numNodes")
+    return gen, count if isinstance(count, int) else None
+
+
+def scaled_plan(plan: Plan, count: int) -> Plan:
+    """A copy of ``plan`` whose node job runs ``count`` pods (JobSet's ElasticJobSet: the node
+    job's ``parallelism`` and ``completions`` changed together)."""
+    objects = copy.deepcopy(list(plan.objects))
+    out = Plan(tuple(objects))
+    for rjob in out.jobset.get("spec", {}).get("replicatedJobs") or ():
+        if rjob.get("name") == c.JOB_NODE:
+            spec = rjob.setdefault("template", {}).setdefault("spec", {})
+            spec["parallelism"] = spec["completions"] = count
+    return out

@@ -20,11 +20,11 @@ from trainjob.api.trainer import ElasticPolicy, TrainJob
 from trainjob.errors import FieldError
 from trainjob.runtime.info import Info, Obj
 
-ENV_RDZV_BACKEND = "PET_RDZV_BACKEND"
-ENV_RDZV_ID = "PET_RDZV_ID"
-ENV_RDZV_ENDPOINT = "PET_RDZV_ENDPOINT"
-ENV_MAX_RESTARTS = "PET_MAX_RESTARTS"
-RDZV_BACKEND = "c10d"
+ENV_RDZV_BACKEND = c.TORCH_ENV_RDZV_BACKEND
+ENV_RDZV_ID = c.TORCH_ENV_RDZV_ID
+ENV_RDZV_ENDPOINT = c.TORCH_ENV_RDZV_ENDPOINT
+ENV_MAX_RESTARTS = c.TORCH_ENV_MAX_RESTARTS
+RDZV_BACKEND = c.TORCH_RDZV_BACKEND_C10D
 DEFAULT_MAX_RESTARTS = 3
 """torchrun's restart budget per agent when ``maxRestarts`` is unset: each membership change
 that breaks a collective costs the surviving agents one restart."""
