@@ -179,3 +179,15 @@ def test_elastic_policy_on_a_non_torch_runtime_is_refused() -> None:
 def test_a_valid_elastic_job_has_no_errors() -> None:
     tj = make_trainjob(trainer={"numNodes": 2, "elasticPolicy": {"minNodes": 2, "maxNodes": 3}})
     assert validate(tj, builtin("torch-distributed")) == []
+
+
+def test_an_elastic_torchtune_job_is_refused() -> None:
+    tj = make_trainjob(
+        "torchtune-llama3.2-1b",
+        trainer={"command": ["tune", "run"], "elasticPolicy": {"minNodes": 1, "maxNodes": 2}},
+    )
+    errors = [str(e) for e in validate(tj, builtin("torchtune-llama3.2-1b"))]
+    assert (
+        'spec.trainer.elasticPolicy: Invalid value: {"maxNodes":2,"minNodes":1}: '
+        "the torchtune trainer (tune run) is not elastic yet: remove elasticPolicy"
+    ) in errors, errors

@@ -122,6 +122,8 @@ class Torch:
             errors.append(reserved)
         if is_torchtune(new):
             errors.extend(torchtune.validate(new, num_gpus(resources_per_node(info, new))))
+            if (tune_error := torch_elastic.torchtune_error(info, new)) is not None:
+                errors.append(tune_error)
         return errors
 
     def enforce_ml_policy(self, info: Info, trainjob: TrainJob) -> None:

@@ -279,6 +279,19 @@ def validate(info: Info | None, trainjob: TrainJob) -> list[FieldError]:
     return errs
 
 
+def torchtune_error(info: Info, trainjob: TrainJob) -> FieldError | None:
+    """An elastic ``tune run`` job: torchtune's launcher gets no elastic rendezvous yet."""
+    job = _job_policy(trainjob)
+    policy = job or _runtime_policy(info)
+    if policy is None:
+        return None
+    return FieldError.invalid(
+        TRAINER_PATH if job is not None else RUNTIME_PATH,
+        to_dict(policy),
+        "the torchtune trainer (tune run) is not elastic yet: remove elasticPolicy",
+    )
+
+
 def not_torch_error(trainjob: TrainJob) -> FieldError | None:
     """``trainer.elasticPolicy`` on a runtime without ``mlPolicy.torch`` (MPI, JAX, ...)."""
     policy = _job_policy(trainjob)
