@@ -10,6 +10,7 @@ podman (``hack/build-images.sh``). ``TRAINJOB_TESTENV_KEEP=1`` keeps the state d
 
 * ``real_cluster`` (session): the cluster, its kube client, the node's name and label.
 * ``real_ns`` (per test): a fresh namespace whose ``default`` ServiceAccount exists.
+* ``real_controller`` (session): trainjob's controller, and the built-in runtimes.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import Cluster, control_plane
+from tests.cluster.conftest import Cluster, builtin_runtimes, control_plane
 from tests.integration.control_plane import run_setup
-from tests.integration.controller_harness import wait_for
+from tests.integration.controller_harness import Controller, start_controller, wait_for
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 
@@ -103,7 +104,7 @@ def real_cluster() -> Iterator[RealCluster]:
         "up",
         "--real-node",
         f"--real-node-images={IMAGES}",
-        "--nodes=1",
+        "--nodes=0",  # every pod lands on the real node
         "--gpu-nodes=0",
         "--no-build",
         "--kubeconfig",
@@ -142,3 +143,16 @@ def real_ns(real_cluster: RealCluster, request: pytest.FixtureRequest) -> Iterat
     )
     yield name
     real_cluster.kube.delete(r.NAMESPACES, name, ignore_not_found=True)
+
+
+@pytest.fixture(scope="session")
+def real_controller(real_cluster: RealCluster) -> Iterator[Controller]:
+    """trainjob's controller on the cluster (on this machine, webhooks on loopback, as
+    ``tests/cluster``), and the built-in ClusterTrainingRuntimes."""
+    for runtime in builtin_runtimes():
+        real_cluster.kube.apply(runtime, field_manager="trainjob-tests")
+    ctl = start_controller(real_cluster.plane)
+    yield ctl
+    code = ctl.stop()
+    if code not in (0, None):
+        print(f"controller exited {code}; log {ctl.log_path}:\n{ctl.log()[-6000:]}")
