@@ -338,6 +338,7 @@ state = {q(str(d / "containerd-state"))}
                 "clusterDomain": "cluster.local",
                 "clusterDNS": [self.gateway],
                 "resolvConf": str(self.dir / "resolv.conf"),
+                "podLogsDir": str(self.dir / "pod-logs"),  # not /var/log/pods: this state dir's
                 # a shared test machine's disk and memory are not this node's to guard
                 "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%",
                                  "imagefs.available": "1%", "nodefs.inodesFree": "1%"},

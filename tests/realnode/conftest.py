@@ -148,10 +148,23 @@ def real_ns(real_cluster: RealCluster, request: pytest.FixtureRequest) -> Iterat
 @pytest.fixture(scope="session")
 def real_controller(real_cluster: RealCluster) -> Iterator[Controller]:
     """trainjob's controller on the cluster (on this machine, webhooks on loopback, as
-    ``tests/cluster``), and the built-in ClusterTrainingRuntimes."""
+    ``tests/cluster``; its TrainJob status endpoint on the node's bridge address, where pods
+    reach this machine), and the built-in ClusterTrainingRuntimes."""
     for runtime in builtin_runtimes():
         real_cluster.kube.apply(runtime, field_manager="trainjob-tests")
-    ctl = start_controller(real_cluster.plane)
+    # the status endpoint where the node's pods reach it: the bridge's address on this machine
+    gateway = real_cluster.plane.env["cluster"]["real_node"]["dns"]
+    ctl = start_controller(
+        real_cluster.plane,
+        port_args=lambda port: [
+            "--status-server-host",
+            gateway,
+            "--status-server-port",
+            str(port),
+            "--status-server-url",
+            f"https://{gateway}:{port}",
+        ],
+    )
     yield ctl
     code = ctl.stop()
     if code not in (0, None):

@@ -67,7 +67,9 @@ def test_pod_runs_and_its_log_comes_through_the_apiserver(
     assert done["status"]["phase"] == "Failed" and state["exitCode"] == 3
     log = "\n".join(real_cluster.kube.logs("hello", real_ns))
     assert "hello from hello" in log
-    assert f"namespace {real_ns}" in log  # the projected ServiceAccount volume, mounted by the kubelet
+    assert (
+        f"namespace {real_ns}" in log
+    )  # the projected ServiceAccount volume, mounted by the kubelet
 
 
 def test_pods_find_each_other_through_a_headless_service(
@@ -127,4 +129,6 @@ def test_pods_find_each_other_through_a_headless_service(
     assert f"{server_ip} hello over the pod network" in log
     assert "outside name: not resolved" in log
     wait_for(lambda: finished(real_cluster, "server", real_ns), timeout=60, what="server")
-    assert f"served {done['status']['podIP']}" in "\n".join(real_cluster.kube.logs("server", real_ns))
+    assert f"served {done['status']['podIP']}" in "\n".join(
+        real_cluster.kube.logs("server", real_ns)
+    )
