@@ -36,7 +36,8 @@ def conditions(cluster: RealCluster, ns: str) -> dict[str, str]:
 
 
 def running_pod(cluster: RealCluster, ns: str) -> dict[str, Any] | None:
-    for p in cluster.kube.list(r.PODS, ns)["items"]:
+    items: list[dict[str, Any]] = cluster.kube.list(r.PODS, ns)["items"]
+    for p in items:
         if p.get("status", {}).get("phase") == "Running" and "started" in "\n".join(
             cluster.kube.logs(p["metadata"]["name"], ns, container="node")
         ):
