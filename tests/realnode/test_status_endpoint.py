@@ -2,7 +2,7 @@
 status endpoint (KEP-2779) the way a trainer does (:mod:`trainjob.progress`: the URL, CA and
 token from the TrainJobStatus plugin's env and projected volume, whose ``ca.crt`` comes from a
 downward-API annotation only a kubelet can serve), and the TrainJob's ``status.trainerStatus``
-carries it, as ``trainjob get jobs`` shows."""
+carries it, as ``trainjob get jobs`` and the SDK (``TrainerClient.get_job``) show."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from tests.integration.controller_harness import Controller, wait_for
 from tests.realnode.conftest import RealCluster
+from trainjob import KubernetesBackendConfig, TrainerClient
 from trainjob.kube import resources as r
 
 IMAGE = "localhost/trainjob/torch-trainer:dev"
@@ -79,3 +80,11 @@ def test_trainer_reports_progress_from_its_pod(
         check=True,
     )
     assert "42%" in out.stdout, out.stdout
+    client = TrainerClient(
+        backend_config=KubernetesBackendConfig(
+            config_file=str(real_cluster.kubeconfig), namespace=real_ns
+        )
+    )
+    sdk = client.get_job("report").trainer_status
+    assert sdk is not None and sdk.progress_percentage == 42
+    assert sdk.metrics.get("loss") == "0.5"
