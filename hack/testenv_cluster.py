@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 import shutil
 import ssl
+import sys
 import time
 import urllib.error
 import urllib.parse
