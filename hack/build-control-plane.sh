@@ -10,11 +10,12 @@
 #   control-plane              etcd kube-apiserver jobset-crds (what `hack/testenv up` needs)
 #   cluster                    control-plane + kube-controller-manager kube-scheduler kwok jobset
 #                              kueue scheduler-plugins (what `hack/testenv up --cluster` needs)
+#   real-node                  cluster + kubelet coredns (what `hack/testenv up --cluster --real-node` needs)
 #
 # Components:
 #   etcd                       go.etcd.io/etcd/server/v3@$ETCD_VERSION (wrapper module: server/go.mod
 #                              has replace directives, so `go install` refuses it)
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet
 #                              k8s.io/kubernetes@$K8S_VERSION through a wrapper module that replaces
 #                              every staging module (listed in k8s's own go.mod) with its v0.Y.Z tag
 #   jobset-crds                the JobSet CRD YAMLs, taken from the sigs.k8s.io/jobset module zip
@@ -25,7 +26,9 @@
 #   kueue                      cmd/kueue of sigs.k8s.io/kueue@$KUEUE_VERSION, its CRDs and webhook configuration
 #   scheduler-plugins          cmd/scheduler of sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION
 #                              (kube-scheduler with the Coscheduling plugin), and its CRDs (PodGroup)
-#                              These four are built inside a copy of their module's source with its own
+#   coredns                    the root package of github.com/coredns/coredns@$COREDNS_VERSION (the
+#                              real node's cluster DNS)
+#                              These five are built inside a copy of their module's source with its own
 #                              go.mod and go.sum (-mod=readonly), as their Makefiles build them: not by
 #                              `go install pkg@version`, which needs the proxy's version list (refused
 #                              here for jobset) and refuses go.mod replace directives (scheduler-plugins)
@@ -54,29 +57,33 @@ JOBSET_VERSION="${JOBSET_VERSION:-v0.12.0}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 KUEUE_VERSION="${KUEUE_VERSION:-v0.17.0}"
 SCHEDULER_PLUGINS_VERSION="${SCHEDULER_PLUGINS_VERSION:-v0.34.7}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.14.7}"
 CACHE_ROOT="${TRAINJOB_CACHE:-$HOME/.cache/trainjob}"
 CP="$CACHE_ROOT/control-plane"
 
 component_dir() {
   case "$1" in
     etcd) echo "$CP/etcd-$ETCD_VERSION" ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) echo "$CP/$1-$K8S_VERSION" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet) echo "$CP/$1-$K8S_VERSION" ;;
     jobset-crds) echo "$CP/jobset-crds-$JOBSET_VERSION" ;;
     kwok) echo "$CP/kwok-$KWOK_VERSION" ;;
     jobset) echo "$CP/jobset-$JOBSET_VERSION" ;;
     kueue) echo "$CP/kueue-$KUEUE_VERSION" ;;
     scheduler-plugins) echo "$CP/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION" ;;
+    coredns) echo "$CP/coredns-$COREDNS_VERSION" ;;
     *) echo "unknown component: $1 (etcd kube-apiserver kube-controller-manager kube-scheduler kubectl" \
-         "jobset-crds kwok jobset kueue scheduler-plugins; groups: control-plane cluster)" >&2; return 2 ;;
+         "jobset-crds kwok jobset kueue scheduler-plugins kubelet coredns; groups: control-plane cluster real-node)" >&2; return 2 ;;
   esac
 }
 
 GROUP_CONTROL_PLANE=(etcd kube-apiserver jobset-crds)
 GROUP_CLUSTER=("${GROUP_CONTROL_PLANE[@]}" kube-controller-manager kube-scheduler kwok jobset kueue scheduler-plugins)
+GROUP_REAL_NODE=("${GROUP_CLUSTER[@]}" kubelet coredns)
 expand() {
   case "$1" in
     control-plane) echo "${GROUP_CONTROL_PLANE[@]}" ;;
     cluster) echo "${GROUP_CLUSTER[@]}" ;;
+    real-node) echo "${GROUP_REAL_NODE[@]}" ;;
     *) echo "$1" ;;
   esac
 }
@@ -388,8 +395,19 @@ build_scheduler_plugins() {
   log "building scheduler-plugins $SCHEDULER_PLUGINS_VERSION ... done in $(( $(now) - t0 ))s ($(du -h "$out/kube-scheduler" | cut -f1))"
 }
 
+build_coredns() {
+  local out; out="$(component_dir coredns)"
+  if [[ -x "$out/coredns" ]]; then log "coredns $COREDNS_VERSION: present ($out/coredns)"; return; fi
+  local t0; t0=$(now)
+  log "building CoreDNS $COREDNS_VERSION (github.com/coredns/coredns) ..."
+  build_in_module "coredns-$COREDNS_VERSION" "github.com/coredns/coredns@$COREDNS_VERSION" . "$out" coredns \
+    "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"
+  log "building CoreDNS $COREDNS_VERSION ... done in $(( $(now) - t0 ))s ($(du -h "$out/coredns" | cut -f1))"
+}
+
 build_component() {
   case "$1" in
+    coredns) build_coredns ;;
     etcd) build_etcd ;;
     jobset-crds) fetch_jobset_crds ;;
     kwok) build_kwok ;;

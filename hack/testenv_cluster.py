@@ -13,6 +13,8 @@ Go module proxy by hack/build-control-plane.sh:
   kueue (--kueue)           Kueue with only its TrainJob integration; its TrainJob webhooks act in
                             namespaces labelled trainjob-testenv/kueue=true (so Kueue's runtimePatch
                             shows up only where a test asks for Kueue)
+  real node (--real-node)   containerd, CoreDNS and a real kubelet: one node whose pods run
+                            (hack/testenv_realnode.py)
   scheduler-plugins (--coscheduling)
                             a second scheduler, `scheduler-plugins-scheduler`, with the Coscheduling
                             plugin (gang scheduling of pods labelled scheduling.x-k8s.io/pod-group)
@@ -30,6 +32,7 @@ import base64
 import json
 import shutil
 import ssl
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -62,19 +65,42 @@ BINARIES = {
 }
 
 
-def components(kueue: bool, coscheduling: bool) -> list[str]:
+REAL_NODE = ["containerd", "coredns", "kubelet"]
+
+
+def components(kueue: bool, coscheduling: bool, real_node: bool = False) -> list[str]:
     """The processes of the cluster (beyond etcd and kube-apiserver), in start order."""
     out = ["kube-controller-manager", "kube-scheduler", "kwok", "jobset"]
     if kueue:
         out.append("kueue")
     if coscheduling:
         out.append("scheduler-plugins")
+    if real_node:
+        out += REAL_NODE
     return out
 
 
-def build_components(kueue: bool, coscheduling: bool) -> list[str]:
-    """What hack/build-control-plane.sh must build for them."""
-    return [BINARIES[c][0] for c in components(kueue, coscheduling)]
+def build_components(kueue: bool, coscheduling: bool, real_node: bool = False) -> list[str]:
+    """What hack/build-control-plane.sh must build for them (containerd is Debian's)."""
+    built = [BINARIES[c][0] for c in components(kueue, coscheduling) if c in BINARIES]
+    return built + (["coredns", "kubelet"] if real_node else [])
+
+
+def realnode_module() -> ModuleType:
+    """hack/testenv_realnode.py (loaded only for --real-node, and by `down` of such a cluster)."""
+    import importlib.util
+    import sys
+
+    if "testenv_realnode" in sys.modules:
+        return sys.modules["testenv_realnode"]
+    spec = importlib.util.spec_from_file_location(
+        "testenv_realnode", REPO / "hack" / "testenv_realnode.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["testenv_realnode"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass
@@ -117,8 +143,15 @@ class Cluster:
         self.pki = state / "pki"
         self.kubeconfig = state / "kubeconfig"
         self.api = base.Api(env["server"], env["token"], env["ca_file"])
-        self.names = components(args.kueue, args.coscheduling)
-        self.bins = {n: base.component_dir(BINARIES[n][0]) / BINARIES[n][1] for n in self.names}
+        self.real_node = bool(getattr(args, "real_node", False))
+        self.names = components(args.kueue, args.coscheduling, self.real_node)
+        self.bins = {
+            n: base.component_dir(BINARIES[n][0]) / BINARIES[n][1]
+            for n in self.names
+            if n in BINARIES
+        }
+        for n in ("coredns", "kubelet") if self.real_node else ():
+            self.bins[n] = base.component_dir(n) / n
         for n, path in self.bins.items():
             if not path.is_file():
                 base.die(
@@ -698,7 +731,7 @@ integrations:
             "kueue": self.kueue,
             "scheduler-plugins": self.scheduler_plugins,
         }
-        comps = [specs[n]() for n in self.names]
+        comps = [specs[n]() for n in self.names if n not in REAL_NODE]
         # Start them all, then wait for each (they start side by side); one whose port was taken
         # meanwhile, before it was ready or after (while the nodes come up), is started again on
         # new ports.
@@ -709,6 +742,9 @@ integrations:
         self.storage_class()
         nodes = self.create_nodes()
         self.wait_nodes(comps, nodes)
+        if self.real_node:
+            realnode_module().RealNode(self, sys.modules[__name__]).up()
+            nodes.append(realnode_module().NODE_NAME)
         self.save()
         self.log(
             f"cluster ready in {time.monotonic() - t0:.1f}s: {', '.join(self.names)}; "

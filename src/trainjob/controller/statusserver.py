@@ -26,10 +26,12 @@ one (the same Service, as upstream), else a self-signed one of its own.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import logging
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -103,20 +105,41 @@ class StatusServer:
         )
         self.refresh_tls()
 
+    def _service_names(self) -> list[str]:
+        svc, ns = self.options.service_name, self.options.namespace
+        return [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local"]
+
+    def _url_host(self) -> str | None:
+        """The host of ``--status-server-url`` when the webhook server's certificate would not
+        be valid for it (it is made for the service's names and loopback): then the server
+        serves a certificate of its own that is. Found on the real node of the test cluster: a
+        controller outside the cluster, pods reaching it at this machine's bridge address, each
+        report refused with "IP address mismatch, certificate is not valid for '10.245.N.1'"."""
+        if not self.options.base_url:
+            return None
+        host = urllib.parse.urlsplit(self.options.base_url).hostname
+        if not host or host in (*self._service_names(), "localhost", "127.0.0.1", "::1"):
+            return None
+        return host
+
     def refresh_tls(self) -> None:
-        """Serve the webhook server's current certificate, or a self-signed one of our own."""
+        """Serve the webhook server's current certificate, or a self-signed one of our own
+        (also when pods reach us at a host of ``--status-server-url`` that certificate lacks)."""
         if self.server is None:
             return
-        shared = self._tls() if self._tls is not None else None
+        url_host = self._url_host()
+        shared = self._tls() if self._tls is not None and url_host is None else None
         if shared is not None and shared[0] is not None and shared[1]:
             self.server.ssl_context, self.ca_bundle = shared
             return
         if self._own_context is None:
-            svc, ns = self.options.service_name, self.options.namespace
-            names = [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local"]
-            bundle = certs.generate_in_subprocess(
-                [*names, "localhost"], ["127.0.0.1"], "trainjob-status-ca"
-            )
+            names, ips = [*self._service_names(), "localhost"], ["127.0.0.1"]
+            if url_host is not None:
+                try:
+                    ips.append(str(ipaddress.ip_address(url_host)))
+                except ValueError:
+                    names.append(url_host)
+            bundle = certs.generate_in_subprocess(names, ips, "trainjob-status-ca")
             self._own_context = certs.server_context(bundle.cert, bundle.key)
             self.ca_bundle = bundle.ca_cert
         self.server.ssl_context = self._own_context
