@@ -29,6 +29,19 @@ if TYPE_CHECKING:
         DATASET_PATH,
         MODEL_PATH,
     )
+    from trainjob.client.optimizer import (
+        OptimizerClient,
+    )
+    from trainjob.client.optimizer_types import (
+        Direction,
+        GridSearch,
+        MedianStopping,
+        Objective,
+        RandomSearch,
+        Search,
+        TPESearch,
+        TrialConfig,
+    )
     from trainjob.client.options import (
         ActiveDeadlineSeconds,
         Annotations,
@@ -82,6 +95,15 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "OptimizerClient": "trainjob.client.optimizer",
+    "Direction": "trainjob.client.optimizer_types",
+    "GridSearch": "trainjob.client.optimizer_types",
+    "MedianStopping": "trainjob.client.optimizer_types",
+    "Objective": "trainjob.client.optimizer_types",
+    "RandomSearch": "trainjob.client.optimizer_types",
+    "Search": "trainjob.client.optimizer_types",
+    "TPESearch": "trainjob.client.optimizer_types",
+    "TrialConfig": "trainjob.client.optimizer_types",
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
     "TTLSecondsAfterFinished": "trainjob.client.options",
@@ -150,8 +172,10 @@ __all__ = [
     "DataCacheInitializer",
     "DataFormat",
     "DataType",
+    "Direction",
     "Event",
     "FieldError",
+    "GridSearch",
     "HuggingFaceDatasetInitializer",
     "HuggingFaceModelInitializer",
     "Initializer",
@@ -166,9 +190,13 @@ __all__ = [
     "LocalProcessBackendConfig",
     "LoraConfig",
     "Loss",
+    "MedianStopping",
     "Name",
+    "Objective",
+    "OptimizerClient",
     "PodSpecPatch",
     "PodTemplatePatch",
+    "RandomSearch",
     "ReplicatedJobPatch",
     "Runtime",
     "RuntimeKind",
@@ -176,6 +204,8 @@ __all__ = [
     "RuntimeTrainer",
     "S3DatasetInitializer",
     "S3ModelInitializer",
+    "Search",
+    "TPESearch",
     "TRLConfig",
     "TRLMethod",
     "TTLSecondsAfterFinished",
@@ -190,6 +220,7 @@ __all__ = [
     "TrainerType",
     "TrainingRuntimeSource",
     "TrainingRuntimeSpecPatch",
+    "TrialConfig",
     "__version__",
     "get_tpu_num_nodes",
     "update_trainjob_status",

@@ -91,6 +91,7 @@ SAYS = {
         "reports; the last: 100 %, loss 0.05",
     ],
     "lifecycle.md": ["nightly done"],
+    "sweeps.md": ["grid   Complete   6/6", "optimizationjob.trainer.kubeflow.org/grid deleted"],
 }
 
 

@@ -108,6 +108,7 @@ def names(env: dict[str, str], *what: str) -> list[str]:
 
 TRAINJOB_CRDS = [
     "clustertrainingruntimes.trainer.kubeflow.org",
+    "optimizationjobs.trainer.kubeflow.org",
     "trainingruntimes.trainer.kubeflow.org",
     "trainjobs.trainer.kubeflow.org",
 ]

@@ -1,5 +1,5 @@
 """The public surface: ``trainjob.__all__`` is the sorted list of every public name, each one
-resolves, and ``import trainjob`` stays cheap (no torch, kubernetes or transformers)."""
+resolves, and ``import trainjob`` stays cheap (no torch, kubernetes, transformers or optuna)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import trainjob
 
 # Names ``trainjob/__init__.py`` binds for its own use, not part of the API.
 IMPLEMENTATION = {"annotations", "TYPE_CHECKING", "Any"}
-HEAVY = ("torch", "kubernetes", "transformers")
+HEAVY = ("torch", "kubernetes", "transformers", "optuna")
 
 
 def _isort_key(name: str) -> tuple[int, str]:

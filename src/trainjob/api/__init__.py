@@ -13,6 +13,11 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see tra
 if TYPE_CHECKING:
     from trainjob.api.base import to_dict
     from trainjob.api.jobset import JobSet, JobSetSpec, ReplicatedJob
+    from trainjob.api.optimization import (
+        OptimizationJob,
+        OptimizationJobSpec,
+        OptimizationJobStatus,
+    )
     from trainjob.api.trainer import (
         ClusterTrainingRuntime,
         TrainingRuntime,
@@ -28,6 +33,9 @@ _EXPORTS = {
     "JobSet": "trainjob.api.jobset",
     "JobSetSpec": "trainjob.api.jobset",
     "ReplicatedJob": "trainjob.api.jobset",
+    "OptimizationJob": "trainjob.api.optimization",
+    "OptimizationJobSpec": "trainjob.api.optimization",
+    "OptimizationJobStatus": "trainjob.api.optimization",
     "ClusterTrainingRuntime": "trainjob.api.trainer",
     "TrainingRuntime": "trainjob.api.trainer",
     "TrainingRuntimeSpec": "trainjob.api.trainer",
@@ -40,6 +48,9 @@ __all__ = [
     "ClusterTrainingRuntime",
     "JobSet",
     "JobSetSpec",
+    "OptimizationJob",
+    "OptimizationJobSpec",
+    "OptimizationJobStatus",
     "ReplicatedJob",
     "TrainJob",
     "TrainJobSpec",

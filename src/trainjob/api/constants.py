@@ -193,3 +193,31 @@ RUNTIME_DEPRECATION_POLICY_URL = (
 # the local backend in every container and by the Resume plugin on a cluster.
 ENV_CHECKPOINT_DIR = "TRAINJOB_CHECKPOINT_DIR"
 ENV_RESTART_ATTEMPT = "TRAINJOB_RESTART_ATTEMPT"
+
+# OptimizationJob (upstream main after v2.3: pkg/apis/trainer/v1alpha1/optimizationjob_types.go).
+OPTIMIZATION_JOB_KIND = "OptimizationJob"
+# On every trial TrainJob: the OptimizationJob it belongs to, and its index (0, 1, ...).
+LABEL_OPTIMIZATION_JOB = "trainer.kubeflow.org/optimization-job"
+LABEL_TRIAL_INDEX = "trainer.kubeflow.org/trial-index"
+# A trial's parameter values, a JSON object of strings ({"lr": "0.01"}).
+ANNOTATION_TRIAL_PARAMETERS = "trainer.kubeflow.org/trial-parameters"
+# Set on a trial stopped early (trainjob's earlyStopping): why, in a sentence.
+ANNOTATION_TRIAL_STOPPED = "trainer.kubeflow.org/trial-stopped"
+# KEP 2605 section 8.2: each parameter reaches the trainer as KUBEFLOW_TRAINER_OPT_<NAME>
+# (the name upper-cased), in spec.trainer.env of every trial.
+ENV_TRIAL_PARAMETER_PREFIX = "KUBEFLOW_TRAINER_OPT_"
+
+# OptimizationJob conditions (KEP 2605 section 7.4: Created, Complete, Failed; Running is
+# trainjob's, True while trials run). Reasons CamelCase, messages lower-case sentences.
+CONDITION_CREATED = "Created"
+CONDITION_RUNNING = "Running"
+REASON_TRIALS_CREATED = "TrialsCreated"
+MESSAGE_TRIALS_CREATED = "OptimizationJob is accepted and its trials are being created"
+REASON_TRIALS_RUNNING = "TrialsRunning"
+MESSAGE_TRIALS_RUNNING = "{active} of {total} trials running, {done} finished"
+REASON_ALL_TRIALS_FINISHED = "AllTrialsFinished"
+MESSAGE_ALL_TRIALS_FINISHED = "all {done} trials finished; the best is {best}"
+REASON_MAX_FAILED_TRIALS_EXCEEDED = "MaxFailedTrialsExceeded"
+MESSAGE_MAX_FAILED_TRIALS_EXCEEDED = "{failed} trials failed, more than maxFailedTrials ({limit})"
+REASON_ALL_TRIALS_FAILED = "AllTrialsFailed"
+MESSAGE_ALL_TRIALS_FAILED = "all {done} trials failed or were stopped; none reported {metric}"

@@ -1,7 +1,8 @@
 """Generate the ``trainer.kubeflow.org`` CRDs from the API models.
 
 ``python -m trainjob.api.crd [--check] [--out manifests/crds]`` writes (or, with ``--check``,
-compares against) ``trainer.kubeflow.org_{trainjobs,trainingruntimes,clustertrainingruntimes}.yaml``.
+compares against) ``trainer.kubeflow.org_{trainjobs,trainingruntimes,clustertrainingruntimes,
+optimizationjobs}.yaml``.
 Nothing else writes those files; ``tests/unit/api/test_crd.py`` fails when they are stale, and
 ``hack/testenv`` installs them on the test control plane.
 
@@ -35,6 +36,7 @@ from pydantic import BaseModel
 
 from trainjob.api import constants as c
 from trainjob.api import crd_rules
+from trainjob.api.optimization import OptimizationJob
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 
 Schema = dict[str, Any]
@@ -97,6 +99,8 @@ RESOURCES: tuple[Resource, ...] = (
     ),
     Resource(TrainingRuntime, "trainingruntimes", "Namespaced"),
     Resource(ClusterTrainingRuntime, "clustertrainingruntimes", "Cluster"),
+    # upstream main after v2.3 (no printer columns there either).
+    Resource(OptimizationJob, "optimizationjobs", "Namespaced", status_subresource=True),
 )
 
 

@@ -21,7 +21,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from trainjob.api import constants as c
-from trainjob.api import jobset, k8s_types, trainer
+from trainjob.api import jobset, k8s_types, optimization, trainer
+from trainjob.api import optimization_validation as ov
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,39 @@ TRAINER_STATUS_UPDATED = Rule(
     "has(self.lastUpdatedTime)", "lastUpdatedTime is required when trainerStatus is present"
 )
 
+# OptimizationJob (upstream main after v2.3, optimizationjob_types.go; messages in
+# trainjob.api.optimization_validation, which raises them without a cluster).
+OPTIMIZATION_SPEC_IMMUTABLE = Rule("self == oldSelf", ov.MESSAGE_IMMUTABLE)
+PARALLEL_TRIALS = Rule("self.parallelTrials <= self.numTrials", ov.MESSAGE_PARALLEL)
+GRID_CATEGORICAL = Rule(
+    "!has(self.searchAlgorithm.grid) || self.parameters.all(p, has(p.searchSpace.categorical))",
+    ov.MESSAGE_GRID,
+)
+MIN_POSITIVE = Rule("double(self.min) > 0.0", ov.MESSAGE_MIN_POSITIVE)
+MIN_LESS_THAN_MAX = Rule("double(self.min) < double(self.max)", ov.MESSAGE_MIN_LESS_THAN_MAX)
+TEMPLATE_METADATA = Rule("!has(self.name) && !has(self.namespace)", ov.MESSAGE_TEMPLATE_METADATA)
+
+
+def exactly_one_of(*fields: str, message: str) -> Rule:
+    """controller-gen's ``+kubebuilder:validation:ExactlyOneOf`` rule."""
+    has = ",".join(f"has(self.{f})" for f in fields)
+    return Rule(f"[{has}].filter(x,x==true).size() == 1", message)
+
+
+ONE_ALGORITHM = exactly_one_of("random", "grid", "tpe", message=ov.MESSAGE_ONE_ALGORITHM)
+ONE_SEARCH_SPACE = exactly_one_of(
+    "uniform", "logUniform", "categorical", message=ov.MESSAGE_ONE_SEARCH_SPACE
+)
+ONE_EARLY_STOPPING = exactly_one_of("median", message=ov.MESSAGE_ONE_EARLY_STOPPING)
+
 
 def cel(*rules: Rule) -> dict[str, Any]:
     return {"x-kubernetes-validations": [r.to_dict() for r in rules]}
+
+
+def cel_of(*rules: Rule) -> dict[str, dict[str, Any]]:
+    """A model's own rules (its ``""`` entry)."""
+    return {"": cel(*rules)}
 
 
 def list_map(*keys: str, max_items: int | None = None) -> dict[str, Any]:
@@ -117,6 +148,11 @@ _INITIALIZER: dict[str, dict[str, Any]] = {
     "storageUri": {"maxLength": 2048, **cel(STORAGE_URI)},
     "env": ENV,
 }
+
+# upstream's Double: a decimal number as a string.
+DOUBLE: dict[str, Any] = {"minLength": 1, "maxLength": ov.MAX_DOUBLE, "pattern": ov.DOUBLE.pattern}
+_RANGE: dict[str, dict[str, Any]] = {"min": DOUBLE, "max": DOUBLE, "type": {"default": "Float"}}
+_NAME_64: dict[str, Any] = {"minLength": 1, "maxLength": ov.MAX_NAME}
 
 # --- per-model schema additions ---------------------------------------------------------------
 
@@ -316,4 +352,50 @@ SCHEMA: dict[type[BaseModel], dict[str, dict[str, Any]]] = {
         },
     },
     jobset.SuccessPolicy: {"": {"required": ["operator"]}},
+    # OptimizationJob
+    optimization.OptimizationJobSpec: {
+        "": cel(OPTIMIZATION_SPEC_IMMUTABLE, PARALLEL_TRIALS, GRID_CATEGORICAL),
+        "objectives": {**list_map("metric", max_items=ov.MAX_OBJECTIVES), "minItems": 1},
+        "searchAlgorithm": {"default": {"random": {}}},
+        "parameters": {**list_map("name", max_items=ov.MAX_PARAMETERS), "minItems": 1},
+        "numTrials": {"default": 1, **INT32, "minimum": 1, "maximum": ov.MAX_TRIALS},
+        "parallelTrials": {"default": 1, **INT32, "minimum": 1, "maximum": ov.MAX_TRIALS},
+        "maxFailedTrials": {**INT32, "minimum": 0},
+    },
+    optimization.Objective: {"metric": _NAME_64, "direction": {"default": "Minimize"}},
+    optimization.SearchAlgorithm: cel_of(ONE_ALGORITHM),
+    optimization.RandomSearch: {"seed": INT64},
+    optimization.TPESearch: {"seed": INT64},
+    optimization.SearchSpace: cel_of(ONE_SEARCH_SPACE),
+    optimization.UniformSpace: {**cel_of(MIN_LESS_THAN_MAX), **_RANGE},
+    optimization.LogUniformSpace: {**cel_of(MIN_POSITIVE, MIN_LESS_THAN_MAX), **_RANGE},
+    optimization.CategoricalSpace: {
+        "choices": {
+            "minItems": 1,
+            "maxItems": ov.MAX_CHOICES,
+            "items": {"maxLength": ov.MAX_CHOICE},
+            "x-kubernetes-list-type": "set",
+        },
+    },
+    optimization.Parameter: {"name": {**_NAME_64, "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}},
+    optimization.EarlyStopping: cel_of(ONE_EARLY_STOPPING),
+    optimization.MedianStopping: {
+        "minTrials": {"default": 3, **INT32, "minimum": 1},
+        "startStep": {"default": 1, **INT64, "minimum": 0},
+    },
+    optimization.TrainJobTemplateSpec: {"metadata": cel(TEMPLATE_METADATA)},
+    optimization.OptimizationJobStatus: {
+        "conditions": list_map("type", max_items=100),
+        "trials": list_map("name", max_items=ov.MAX_TRIALS),
+    },
+    optimization.OptimizationResult: {
+        "trainJobName": {"minLength": 1, "maxLength": ov.MAX_TRAINJOB_NAME},
+        "parameters": list_map("name", max_items=ov.MAX_PARAMETERS),
+    },
+    optimization.ParameterAssignment: {"name": _NAME_64, "value": _NAME_64},
+    optimization.TrialStatus: {
+        "name": {"minLength": 1, "maxLength": ov.MAX_TRAINJOB_NAME},
+        "parameters": list_map("name", max_items=ov.MAX_PARAMETERS),
+        "objective": {"maxLength": ov.MAX_NAME},
+    },
 }

@@ -15,22 +15,25 @@ from pydantic import BaseModel, ValidationError
 from trainjob.api import constants as c
 from trainjob.api import goyaml
 from trainjob.api.jobset import JobSet
+from trainjob.api.optimization import OptimizationJob
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 from trainjob.errors import ErrorType, FieldError, InvalidError
 
-Manifest: TypeAlias = TrainJob | TrainingRuntime | ClusterTrainingRuntime | JobSet
+Manifest: TypeAlias = TrainJob | TrainingRuntime | ClusterTrainingRuntime | JobSet | OptimizationJob
 
 KINDS: dict[str, type[BaseModel]] = {
     c.TRAINJOB_KIND: TrainJob,
     c.TRAINING_RUNTIME_KIND: TrainingRuntime,
     c.CLUSTER_TRAINING_RUNTIME_KIND: ClusterTrainingRuntime,
     "JobSet": JobSet,
+    c.OPTIMIZATION_JOB_KIND: OptimizationJob,
 }
 _API_VERSIONS = {
     c.TRAINJOB_KIND: c.API_VERSION,
     c.TRAINING_RUNTIME_KIND: c.API_VERSION,
     c.CLUSTER_TRAINING_RUNTIME_KIND: c.API_VERSION,
     "JobSet": "jobset.x-k8s.io/v1alpha2",
+    c.OPTIMIZATION_JOB_KIND: c.API_VERSION,
 }
 
 _MESSAGES = {

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # the models (pydantic) load when a job or a runtime is descr
     from trainjob.api.trainer import Runtime, TrainJob
 
 describe_app = typer.Typer(
-    help="Show details of a job or a runtime.",
+    help="Show details of a job, a runtime or an OptimizationJob.",
     no_args_is_help=True,
     rich_markup_mode=HELP_STYLE,
     cls=TypeSlashName,
@@ -225,3 +225,16 @@ def describe_runtime(name: str, namespace: Namespace = None) -> None:
 for alias in ("runtimes", "clustertrainingruntime", "clustertrainingruntimes", "trainingruntime",
               "trainingruntimes"):  # fmt: skip
     describe_app.command(alias, hidden=True)(describe_runtime)
+
+
+@describe_app.command("optimizationjob")
+def describe_optimizationjob(name: str, namespace: Namespace = None) -> None:
+    """Show an OptimizationJob: its objective, algorithm, best trial, every trial (parameters,
+    objective, phase, why it stopped) and events."""
+    from trainjob.cli import sweeps
+
+    sweeps.describe_sweep(name, namespace)
+
+
+for alias in ("optimizationjobs", "oj"):
+    describe_app.command(alias, hidden=True)(describe_optimizationjob)

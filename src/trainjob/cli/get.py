@@ -39,6 +39,7 @@ KINDS = {
         "trainingruntime",
         "trainingruntimes",
     ),
+    "optimizationjobs": ("optimizationjob", "optimizationjobs", "oj"),
 }
 """The subcommand of ``get`` and ``describe`` for each name kubectl users give a kind."""
 
@@ -74,7 +75,7 @@ class TypeSlashName(TyperGroup):
 
 
 get_app = typer.Typer(
-    help="Display jobs or runtimes (also as kubectl: get trainjob/NAME).",
+    help="Display jobs, runtimes or OptimizationJobs (also as kubectl: get trainjob/NAME).",
     no_args_is_help=True,
     rich_markup_mode=HELP_STYLE,
     cls=TypeSlashName,
@@ -146,3 +147,27 @@ def get_runtimes(
 
 for alias in ("runtime", "clustertrainingruntimes", "trainingruntimes"):
     get_app.command(alias, hidden=True)(get_runtimes)
+
+
+@get_app.command("optimizationjobs")
+def get_optimizationjobs(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="OptimizationJob names (all if none).")
+    ] = None,
+    namespace: Namespace = None,
+    output: OutputFormat = None,
+    no_headers: NoHeaders = False,
+    watch_: Annotated[
+        bool,
+        typer.Option("--watch", "-w", help="After the list, print a row again when it changes."),
+    ] = False,
+) -> None:
+    """List OptimizationJobs (sweeps): NAME STATUS TRIALS BEST AGE. Their trials are TrainJobs:
+    get jobs -l trainer.kubeflow.org/optimization-job=NAME."""
+    from trainjob.cli import sweeps
+
+    sweeps.list_sweeps(names, namespace, output, no_headers, watch_)
+
+
+for alias in ("optimizationjob", "oj"):
+    get_app.command(alias, hidden=True)(get_optimizationjobs)

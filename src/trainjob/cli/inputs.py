@@ -18,7 +18,8 @@ from typing import Any, BinaryIO
 import yaml
 
 from trainjob.api import constants as c
-from trainjob.api import load, validation
+from trainjob.api import load, optimization_validation, validation
+from trainjob.api.optimization import OptimizationJob
 from trainjob.api.trainer import ClusterTrainingRuntime, Runtime, TrainingRuntime, TrainJob
 from trainjob.errors import InvalidError, TrainJobError
 
@@ -140,7 +141,7 @@ def _json_type(value: Any) -> str:
     return "a " + type(value).__name__
 
 
-def with_namespace(obj: TrainJob | TrainingRuntime, namespace: str | None) -> Any:
+def with_namespace(obj: TrainJob | TrainingRuntime | OptimizationJob, namespace: str | None) -> Any:
     """``obj`` in ``namespace`` (kubectl's rules: an explicit -n must match the object's own)."""
     own = obj.metadata.namespace
     if own and namespace and own != namespace:
@@ -165,6 +166,8 @@ class Inputs:
     # Runtimes (or TrainJobs) given in the input that are invalid: TrainJobs using them are not
     # compiled (the runtime's own errors say what to fix; "not found" would only confuse).
     broken: set[RuntimeKey] = field(default_factory=set)
+    optimizationjobs: list[OptimizationJob] = field(default_factory=list)
+    sweep_dirs: list[str] = field(default_factory=list)  # each OptimizationJob's file's directory
 
 
 def read_inputs(paths: list[str], namespace: str | None = None) -> Inputs:
@@ -190,7 +193,7 @@ def read_inputs(paths: list[str], namespace: str | None = None) -> Inputs:
         for doc in docs:
             try:
                 obj = parse(doc, source)
-                if isinstance(obj, TrainJob | TrainingRuntime):
+                if isinstance(obj, TrainJob | TrainingRuntime | OptimizationJob):
                     obj = with_namespace(obj, namespace)
             except TrainJobError as e:
                 found.errors.append(e)
@@ -204,7 +207,16 @@ def read_inputs(paths: list[str], namespace: str | None = None) -> Inputs:
                     found.broken.add(key)
                     continue
                 given[key] = source
-            if isinstance(obj, TrainJob):
+            if isinstance(obj, OptimizationJob):
+                errs = optimization_validation.validate_optimization_job(obj)
+                if errs:
+                    found.errors.append(
+                        InvalidError(errs, f"{obj.kind}.{c.GROUP}", obj.metadata.name or "")
+                    )
+                    continue
+                found.optimizationjobs.append(obj)
+                found.sweep_dirs.append(where)
+            elif isinstance(obj, TrainJob):
                 found.trainjobs.append(obj)
                 found.dirs.append(where)
             elif isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
@@ -215,7 +227,7 @@ def read_inputs(paths: list[str], namespace: str | None = None) -> Inputs:
                         InvalidError(errs, f"{obj.kind}.{c.GROUP}", obj.metadata.name or "")
                     )
                     found.broken.add(_runtime_key(obj))
-    if not found.trainjobs and not found.errors:
+    if not found.trainjobs and not found.optimizationjobs and not found.errors:
         where = ", ".join("STDIN" if p == "-" else p for p in paths)
         found.errors.append(TrainJobError(f"no TrainJob found in {where}"))
     return found

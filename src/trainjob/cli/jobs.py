@@ -203,7 +203,14 @@ def delete_command(
         ),
     ] = False,
 ) -> None:
-    """Delete TrainJobs and their logs; their outputs stay (see describe) unless --purge."""
+    """Delete TrainJobs and their logs; their outputs stay (see describe) unless --purge.
+    delete optimizationjob NAME... deletes sweeps and their trials."""
+    from trainjob.cli import sweeps
+
+    is_sweep, sweep_names = sweeps.split_kind(list(names or ()))
+    if is_sweep:
+        sweeps.delete_sweeps(sweep_names, namespace, purge)
+        return
     ex = executor()
     ns = namespace_of(ex, namespace)
     targets = _selected(ex, list(names or ()), ns, all_, filename, selector, namespace)

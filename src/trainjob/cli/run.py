@@ -184,7 +184,9 @@ def finish(s: JobState, ex: Executor | None = None) -> None:
 def run_command(
     filename: Annotated[
         list[str],
-        typer.Option("--filename", "-f", help="TrainJob (and runtime) files; - is stdin."),
+        typer.Option(
+            "--filename", "-f", help="TrainJob, OptimizationJob (and runtime) files; - is stdin."
+        ),
     ],
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="The namespace.")
@@ -203,7 +205,8 @@ def run_command(
         ),
     ] = False,
 ) -> None:
-    """Run TrainJobs (on this machine, or with --backend kubernetes on the cluster)."""
+    """Run TrainJobs and OptimizationJobs (on this machine, or with --backend kubernetes on the
+    cluster)."""
     ex = executor()
     found = load_inputs(ex, filename, namespace)
     trainjobs, runtimes, dirs = found.trainjobs, found.runtimes, found.dirs
@@ -228,6 +231,10 @@ def run_command(
             ) from None
         submitted.append(stored)
         out.print(f"{RESOURCE}/{stored.metadata.name} created")
+    if found.optimizationjobs:  # sweeps: cli/sweeps.py (their trials are TrainJobs)
+        from trainjob.cli import sweeps
+
+        sweeps.run_sweeps(found.optimizationjobs, found.sweep_dirs, wait or follow)
     for tj in submitted:
         name, ns = tj.metadata.name or "", namespace_of(ex, tj.metadata.namespace)
         try:

@@ -32,10 +32,33 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from trainjob.trainers import gloo_exit
+from trainjob.trainers import gloo_exit, stdout_metrics
 
 _FIX_DEFINE = "define it with `def` at the top level of a .py file or a notebook cell"
 _FIX_IMPORTS = "import modules and define helpers inside the function body"
+
+
+class Placeholder:
+    """A ``func_args`` value a sweep fills in per trial: ``{{.name}}`` in the call line, which
+    the OptimizationJob's template substitutes (:mod:`trainjob.optimizer.template`). With
+    ``literal`` it is written bare, so a number (a uniform range, numeric choices) reaches the
+    function as a number, as upstream's SDK passes them; else quoted, a string."""
+
+    def __init__(self, name: str, literal: bool) -> None:
+        self.name, self.literal = name, literal
+
+    def __repr__(self) -> str:
+        text = "{{." + self.name + "}}"
+        return text if self.literal else f"'{text}'"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Placeholder) and (other.name, other.literal) == (
+            self.name,
+            self.literal,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.literal))
 
 
 @dataclass(frozen=True)
@@ -50,7 +73,10 @@ class ShippedFunction:
 def ship(func: Any, func_args: dict[str, Any] | None) -> ShippedFunction:
     """Check ``func`` (and ``func_args``) can run in another process; return its script.
 
-    Raises ``ValueError`` naming the problem and the fix.
+    A sweep's trial function (``func_args`` holding a :class:`Placeholder`) also has the
+    ``name=value`` lines it prints reported as metrics, as Katib's stdout collector reads them
+    (:mod:`trainjob.trainers.stdout_metrics`). Raises ``ValueError`` naming the problem and the
+    fix.
     """
     what = _describe(func)
     if not callable(func):
@@ -103,9 +129,11 @@ def ship(func: Any, func_args: dict[str, Any] | None) -> ShippedFunction:
             f"which do not exist where it runs; {_FIX_IMPORTS}, or pass values with func_args"
         )
     call = f"{func.__name__}()" if func_args is None else _call_line(func, what, func_args)
+    trial = any(isinstance(v, Placeholder) for v in (func_args or {}).values())
+    collect = _collector_block() if trial else ""
     return ShippedFunction(
         name=func.__name__,
-        script=f"{source}\n{_at_exit_block()}\n{call}\n",
+        script=f"{source}\n{_at_exit_block()}\n{collect}{call}\n",
         file_name=_file_name(func),
     )
 
@@ -126,6 +154,19 @@ def _at_exit_block() -> str:
 
 
 _SETTLE = "_trainjob_settle_gloo_workers"
+_COLLECT = "_trainjob_collect_stdout_metrics"
+
+
+@functools.cache
+def _collector_block() -> str:
+    """Source that reports the ``name=value`` lines the function prints as metrics (Katib's
+    stdout collector, :mod:`trainjob.trainers.stdout_metrics`), run before the call."""
+    source = textwrap.dedent(inspect.getsource(stdout_metrics.collect_stdout_metrics))
+    source = source.replace("def collect_stdout_metrics(", f"def {_COLLECT}(", 1)
+    return (
+        "# trainjob: name=value lines printed below are reported as metrics (Katib's collector)\n"
+        f"{source}\n{_COLLECT}()\n\n"
+    )
 
 
 def _describe(func: Any) -> str:
@@ -192,8 +233,9 @@ def _call_line(func: types.FunctionType, what: str, func_args: dict[str, Any]) -
     if not isinstance(func_args, dict) or not all(isinstance(k, str) for k in func_args):
         raise ValueError(f"func_args must be a dict with string keys, got {func_args!r}")
     literal = repr(func_args)
+    plain = {k: 0 if isinstance(v, Placeholder) else v for k, v in func_args.items()}
     try:
-        same = ast.literal_eval(literal) == func_args
+        same = ast.literal_eval(repr(plain)) == plain
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         same = False
     if not same:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainjob.api import constants as c
@@ -299,6 +299,13 @@ class KubernetesExecutor(Executor):
 
     def resume(self, name: str, namespace: str) -> TrainJob:
         return self._set_suspend(name, namespace, False)
+
+    def annotate(
+        self, name: str, namespace: str, annotations: Mapping[str, str | None]
+    ) -> TrainJob:
+        """A merge patch of the TrainJob's annotations (None removes one)."""
+        patch = {"metadata": {"annotations": dict(annotations)}}
+        return _trainjob(self.kube.patch(r.TRAINJOBS, name, patch, namespace))
 
     def _set_suspend(self, name: str, namespace: str, value: bool) -> TrainJob:
         patched = self.kube.patch(r.TRAINJOBS, name, {"spec": {"suspend": value}}, namespace)

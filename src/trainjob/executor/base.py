@@ -126,6 +126,13 @@ class Executor(abc.ABC):
     def resume(self, name: str, namespace: str) -> TrainJob:
         """Clear ``spec.suspend``: the pods start again."""
 
+    def annotate(
+        self, name: str, namespace: str, annotations: Mapping[str, str | None]
+    ) -> TrainJob:
+        """Set the TrainJob's ``metadata.annotations`` (a None value removes one), as a merge
+        patch: how a sweep marks the trial it stops, and why (``optimizer.driver``)."""
+        raise NotImplementedError(f"the {self.backend} backend cannot annotate a TrainJob")
+
     @abc.abstractmethod
     def delete(self, name: str, namespace: str, *, purge: bool = False) -> None:
         """Stop the job's pods and remove the job; its outputs (``outputs``) stay unless

@@ -8,7 +8,9 @@ a job's supervisor: the JobSet's rules, its pods as processes or containers, pro
 reports) over :mod:`trainjob.local.state` (what both share: the directory layout, the SQLite
 store, conditions, log files, processes). The job side imports nothing of the client side
 (``.importlinter``). Names are imported on first use, so the supervisor starts without loading the
-API models.
+API models. Sweeps (OptimizationJobs): :mod:`trainjob.local.sweeps` (the client side),
+:mod:`trainjob.local.sweep_supervisor` (the per-sweep process) and :mod:`trainjob.local.sweep_store`
+(its table).
 """
 
 from __future__ import annotations

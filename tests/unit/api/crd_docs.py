@@ -88,6 +88,7 @@ PLURAL_OF = {
     "TrainJob": "trainjobs",
     "TrainingRuntime": "trainingruntimes",
     "ClusterTrainingRuntime": "clustertrainingruntimes",
+    "OptimizationJob": "optimizationjobs",
 }
 
 UPSTREAM_STYLE_DOCS = """
@@ -265,11 +266,69 @@ spec:
                 spec:
                   initContainers: [{name: preflight, image: busybox}]
                   containers: [{name: node, image: pytorch/pytorch}]
+---
+# KEP 2605's example (upstream main after v2.3), status included.
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: OptimizationJob
+metadata: {name: random-tuning-mvp, namespace: default}
+spec:
+  objectives: [{metric: "eval_loss", direction: "Minimize"}]
+  searchAlgorithm: {random: {}}
+  parameters:
+    - name: "learning_rate"
+      searchSpace: {logUniform: {min: "0.0001", max: "0.1"}}
+    - name: "batch_size"
+      searchSpace: {categorical: {choices: ["16", "32", "64"]}}
+  numTrials: 20
+  parallelTrials: 4
+  trainJobTemplate:
+    spec:
+      runtimeRef: {name: pytorch-distributed, apiGroup: trainer.kubeflow.org, kind: ClusterTrainingRuntime}
+      trainer:
+        image: docker.io/my-org/bert-tuner:latest
+        command: ["python", "train.py"]
+status:
+  conditions:
+    - {type: Complete, status: "True", reason: MaxTrialsReached, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}
+  result:
+    trainJobName: "random-tuning-mvp-trial-ab12c"
+    parameters: [{name: learning_rate, value: "0.0021"}, {name: batch_size, value: "32"}]
+---
+# Every field of trainjob's additions, and placeholders in the template.
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: OptimizationJob
+metadata: {name: tpe-sweep, namespace: default}
+spec:
+  objectives: [{metric: accuracy, direction: Maximize}]
+  searchAlgorithm: {tpe: {seed: 42}}
+  parameters:
+    - {name: lr, searchSpace: {logUniform: {min: "1e-5", max: "1e-2"}}}
+    - {name: layers, searchSpace: {uniform: {min: "1", max: "8", type: Int}}}
+    - {name: dropout, searchSpace: {uniform: {min: "0", max: "0.5"}}}
+  numTrials: 10
+  parallelTrials: 2
+  maxFailedTrials: 3
+  earlyStopping: {median: {minTrials: 2, startStep: 5}}
+  trainJobTemplate:
+    metadata: {labels: {team: a}, annotations: {note: "lr {{.lr}}"}}
+    spec:
+      runtimeRef: {name: torch-distributed}
+      trainer: {args: ["--lr={{.lr}}", "--layers={{.layers}}", "--dropout={{ .dropout }}"]}
+status:
+  conditions:
+    - {type: Created, status: "True", reason: TrialsCreated, message: m, lastTransitionTime: "2026-01-01T00:00:00Z"}
+  trials:
+    - name: tpe-sweep-0
+      parameters: [{name: lr, value: "0.001"}, {name: layers, value: "2"}, {name: dropout, value: "0.1"}]
+      phase: Stopped
+      objective: "0.5"
+      reason: stopped early
 """
 
 
 def documents() -> list[tuple[str, Obj]]:
-    """(id, manifest) for every TrainJob/runtime in examples/ and manifests/runtimes/, and above."""
+    """(id, manifest) for every TrainJob/runtime/OptimizationJob in examples/ and
+    manifests/runtimes/, and above."""
     files = sorted((REPO / "examples").glob("*.yaml")) + sorted(
         (REPO / "manifests" / "runtimes").glob("*.yaml")
     )
@@ -289,8 +348,17 @@ CEL_CASES: list[Obj] = yaml.safe_load((Path(__file__).parent / "cel_cases.yaml")
 
 
 def complete(kind: str, obj: Obj) -> Obj:
-    """A case's object as a full manifest (TrainJobs get a runtimeRef unless they name one)."""
+    """A case's object as a full manifest (TrainJobs get a runtimeRef unless they name one;
+    OptimizationJobs an objective, a parameter and a template)."""
     out = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": kind, **copy.deepcopy(obj)}
     if kind == "TrainJob":
         out["spec"].setdefault("runtimeRef", {"name": "torch-distributed"})
+    if kind == "OptimizationJob":
+        spec = out["spec"]
+        spec.setdefault("objectives", [{"metric": "loss"}])
+        spec.setdefault(
+            "parameters",
+            [{"name": "lr", "searchSpace": {"logUniform": {"min": "1e-4", "max": "0.1"}}}],
+        )
+        spec.setdefault("trainJobTemplate", {"spec": {"runtimeRef": {"name": "torch-distributed"}}})
     return out

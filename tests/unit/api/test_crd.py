@@ -22,6 +22,8 @@ from pydantic import BaseModel
 from trainjob.api import crd, crd_rules
 from trainjob.api.base import K8sModel, to_dict
 from trainjob.api.load import parse
+from trainjob.api.optimization import OptimizationJob
+from trainjob.api.optimization_validation import validate_optimization_job
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 from trainjob.api.validation import validate_runtime, validate_trainjob
 
@@ -61,7 +63,7 @@ def node_at(schema: Obj, path: str) -> Obj:
     return node
 
 
-PLURALS = ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
+PLURALS = ("trainjobs", "trainingruntimes", "clustertrainingruntimes", "optimizationjobs")
 
 
 # --- freshness ------------------------------------------------------------------------------------
@@ -270,6 +272,7 @@ def test_a_union_that_cannot_be_structural_is_refused() -> None:
         pytest.param(
             "clustertrainingruntimes", "ClusterTrainingRuntime", "Cluster", False, id="CTR"
         ),
+        pytest.param("optimizationjobs", "OptimizationJob", "Namespaced", True, id="OJ"),
     ],
 )
 def test_names_scope_and_version_are_upstreams(
@@ -300,7 +303,7 @@ def test_trainjob_printer_columns_are_upstreams() -> None:
         {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
         {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
     ]
-    for plural in ("trainingruntimes", "clustertrainingruntimes"):
+    for plural in ("trainingruntimes", "clustertrainingruntimes", "optimizationjobs"):
         (version,) = committed(plural)["spec"]["versions"]
         assert "additionalPrinterColumns" not in version
 
@@ -382,6 +385,51 @@ UPSTREAM_CEL: list[tuple[str, str, str]] = [
             ),
         )
     ),
+    # upstream main after v2.3 (optimizationjob_types.go), and controller-gen's ExactlyOneOf
+    # messages (trainjob's tpe and earlyStopping are members of their own).
+    (
+        "optimizationjobs",
+        "spec",
+        "OptimizationJobSpec is immutable and cannot be updated after creation",
+    ),
+    ("optimizationjobs", "spec", "parallelTrials cannot exceed numTrials"),
+    (
+        "optimizationjobs",
+        "spec",
+        "Grid search requires all parameters to be Categorical; Uniform and LogUniform are not "
+        "supported.",
+    ),
+    (
+        "optimizationjobs",
+        "spec.searchAlgorithm",
+        "exactly one of the fields in [random grid tpe] must be set",
+    ),
+    (
+        "optimizationjobs",
+        "spec.parameters[].searchSpace",
+        "exactly one of the fields in [uniform logUniform categorical] must be set",
+    ),
+    (
+        "optimizationjobs",
+        "spec.parameters[].searchSpace.uniform",
+        "min must be strictly less than max",
+    ),
+    (
+        "optimizationjobs",
+        "spec.parameters[].searchSpace.logUniform",
+        "min must be strictly greater than 0",
+    ),
+    (
+        "optimizationjobs",
+        "spec.parameters[].searchSpace.logUniform",
+        "min must be strictly less than max",
+    ),
+    (
+        "optimizationjobs",
+        "spec.trainJobTemplate.metadata",
+        "name and namespace cannot be set in a template.",
+    ),
+    ("optimizationjobs", "spec.earlyStopping", "exactly one of the fields in [median] must be set"),
 ]
 
 
@@ -421,6 +469,7 @@ PYTHON_CHECKS = [
     REPO / "src/trainjob/api/validation.py",
     REPO / "src/trainjob/api/runtime_validation.py",
     REPO / "src/trainjob/api/meta.py",
+    REPO / "src/trainjob/api/optimization_validation.py",
     *sorted((REPO / "src/trainjob/runtime/plugins").glob("*.py")),
 ]
 
@@ -474,6 +523,12 @@ UPSTREAM_DEFAULTS: list[tuple[str, str, Any]] = [
     ("clustertrainingruntimes", "spec.podGroupPolicy.volcano.networkTopology.mode", "hard"),
     ("clustertrainingruntimes", "spec.template.spec.replicatedJobs[].replicas", 1),
     ("clustertrainingruntimes", "spec.template.spec.failurePolicy.restartStrategy", "Recreate"),
+    ("optimizationjobs", "spec.numTrials", 1),
+    ("optimizationjobs", "spec.parallelTrials", 1),
+    ("optimizationjobs", "spec.searchAlgorithm", {"random": {}}),
+    ("optimizationjobs", "spec.objectives[].direction", "Minimize"),
+    ("optimizationjobs", "spec.parameters[].searchSpace.uniform.type", "Float"),
+    ("optimizationjobs", "spec.parameters[].searchSpace.logUniform.type", "Float"),
 ]
 
 
@@ -585,6 +640,50 @@ UPSTREAM_LIMITS: list[tuple[str, str, Obj]] = [
         {"minItems": 1, "maxItems": 8, "x-kubernetes-list-type": "set"},
     ),
     ("clustertrainingruntimes", "spec.mlPolicy.numNodes", {"format": "int32"}),
+    # upstream main after v2.3: manifests/base/crds/trainer.kubeflow.org_optimizationjobs.yaml
+    ("optimizationjobs", "spec", {"required": ["objectives", "parameters", "trainJobTemplate"]}),
+    ("optimizationjobs", "spec.objectives", {"minItems": 1, "maxItems": 1}),
+    ("optimizationjobs", "spec.objectives[].metric", {"minLength": 1, "maxLength": 64}),
+    ("optimizationjobs", "spec.objectives[].direction", {"enum": ["Maximize", "Minimize"]}),
+    ("optimizationjobs", "spec.objectives[]", {"required": ["metric"]}),
+    ("optimizationjobs", "spec.parameters", {"minItems": 1, "maxItems": 100}),
+    ("optimizationjobs", "spec.parameters[]", {"required": ["name", "searchSpace"]}),
+    ("optimizationjobs", "spec.parameters[].name", {"minLength": 1, "maxLength": 64}),
+    ("optimizationjobs", "spec.numTrials", {"minimum": 1, "maximum": 100, "format": "int32"}),
+    ("optimizationjobs", "spec.parallelTrials", {"minimum": 1, "maximum": 100, "format": "int32"}),
+    ("optimizationjobs", "spec.searchAlgorithm.random.seed", {"format": "int64"}),
+    *(
+        (
+            "optimizationjobs",
+            f"spec.parameters[].searchSpace.{space}.{end}",
+            {
+                "minLength": 1,
+                "maxLength": 64,
+                "pattern": r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$",
+            },
+        )
+        for space in ("uniform", "logUniform")
+        for end in ("min", "max")
+    ),
+    ("optimizationjobs", "spec.parameters[].searchSpace.uniform", {"required": ["max", "min"]}),
+    (
+        "optimizationjobs",
+        "spec.parameters[].searchSpace.logUniform.type",
+        {"enum": ["Int", "Float"]},
+    ),
+    (
+        "optimizationjobs",
+        "spec.parameters[].searchSpace.categorical.choices",
+        {"minItems": 1, "maxItems": 100, "x-kubernetes-list-type": "set"},
+    ),
+    ("optimizationjobs", "spec.parameters[].searchSpace.categorical.choices[]", {"maxLength": 64}),
+    ("optimizationjobs", "spec.trainJobTemplate", {"required": ["spec"]}),
+    ("optimizationjobs", "spec.trainJobTemplate.spec", {"required": ["runtimeRef"]}),
+    ("optimizationjobs", "status.conditions", {"maxItems": 100}),
+    ("optimizationjobs", "status.result", {"required": ["trainJobName"]}),
+    ("optimizationjobs", "status.result.trainJobName", {"minLength": 1, "maxLength": 63}),
+    ("optimizationjobs", "status.result.parameters", {"maxItems": 100}),
+    ("optimizationjobs", "status.result.parameters[].value", {"minLength": 1, "maxLength": 64}),
 ]
 
 
@@ -626,6 +725,11 @@ UPSTREAM_LIST_MAPS: list[tuple[str, str, list[str]]] = [
     ("trainjobs", "status.jobsStatus", ["name"]),
     ("trainingruntimes", "spec.mlPolicy.torch.envInjection.targets", ["jobName"]),
     ("trainingruntimes", "spec.template.spec.replicatedJobs", ["name"]),
+    # upstream main after v2.3: manifests/base/crds/trainer.kubeflow.org_optimizationjobs.yaml
+    ("optimizationjobs", "spec.objectives", ["metric"]),
+    ("optimizationjobs", "spec.parameters", ["name"]),
+    ("optimizationjobs", "status.conditions", ["type"]),
+    ("optimizationjobs", "status.result.parameters", ["name"]),
 ]
 
 
@@ -688,6 +792,10 @@ def test_model_defaults_are_crd_defaults(doc: Obj) -> None:
 
 def python_errors(kind: str, obj: Obj, old: Obj | None = None) -> list[str]:
     model = parse(complete(kind, obj))
+    if isinstance(model, OptimizationJob):
+        before = parse(complete(kind, old)) if old is not None else None
+        assert before is None or isinstance(before, OptimizationJob)
+        return [str(e) for e in validate_optimization_job(model, before)]
     if isinstance(model, TrainJob):
         previous = parse(complete(kind, old)) if old is not None else None
         assert previous is None or isinstance(previous, TrainJob)

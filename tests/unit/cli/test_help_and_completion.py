@@ -127,7 +127,9 @@ def test_completion_rejects_an_unknown_shell() -> None:
     ("words", "want"),
     [
         pytest.param(["trainjob", "ge"], ["get"], id="a command"),
-        pytest.param(["trainjob", "get", ""], ["jobs", "runtimes"], id="a subcommand"),
+        pytest.param(
+            ["trainjob", "get", ""], ["jobs", "runtimes", "optimizationjobs"], id="a subcommand"
+        ),
         pytest.param(
             ["trainjob", "--backend", ""], ["local", "container", "kubernetes"], id="a choice"
         ),

@@ -67,12 +67,12 @@ def one(docs: tuple[Obj, ...], kind: str) -> Obj:
     [
         pytest.param(
             "base",
-            {"CustomResourceDefinition": 3, "Deployment": 1, "ClusterTrainingRuntime": 0},
+            {"CustomResourceDefinition": 4, "Deployment": 1, "ClusterTrainingRuntime": 0},
             id="the base is the controller without runtimes",
         ),
         pytest.param(
             "overlays/standalone",
-            {"CustomResourceDefinition": 3, "Deployment": 1, "ClusterTrainingRuntime": 8},
+            {"CustomResourceDefinition": 4, "Deployment": 1, "ClusterTrainingRuntime": 8},
             id="standalone adds the built-in runtimes",
         ),
         pytest.param(

@@ -297,4 +297,4 @@ def test_a_store_from_schema_version_3_gets_the_listing_columns_from_its_jobs_js
     assert s.trainjob["spec"]["trainer"]["numNodes"] == 3  # the whole object, read on use
     assert "command" not in s.trainjob["spec"]["trainer"]
     got = sqlite3.connect(tmp_path / "trainjob.db").execute("SELECT value FROM meta").fetchone()
-    assert got == (str(SCHEMA_VERSION),) == ("4",)
+    assert got == (str(SCHEMA_VERSION),) and SCHEMA_VERSION >= 4

@@ -383,6 +383,18 @@ class LocalExecutor(Executor):
                 return
             time.sleep(0.05)
 
+    def annotate(
+        self, name: str, namespace: str, annotations: Mapping[str, str | None]
+    ) -> TrainJob:
+        """Set (a None value: remove) annotations of the stored TrainJob."""
+        row = self._row(name, namespace)
+        data = row.trainjob_dict()
+        meta = data.setdefault("metadata", {})
+        kept = {**(meta.get("annotations") or {}), **annotations}
+        meta["annotations"] = {k: v for k, v in kept.items() if v is not None}
+        self.store.update_job(namespace, name, row.uid, trainjob=json.dumps(data))
+        return self.get(name, namespace)
+
     def suspend(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """Set ``spec.suspend``: running pods are stopped, the job is Suspended."""
         return self._set_suspend(name, namespace, True)

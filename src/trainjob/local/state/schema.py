@@ -4,7 +4,8 @@ store written by an older trainjob is read, once upgraded, with nothing lost.
 
 Versions: 2 added ``pods.ready``; 3 ``jobs.runner`` (how its pods run); 4 the listing's columns
 (:data:`trainjob.local.state.rows.DERIVED_COLS`), filled in from each job's JSON on upgrade, and
-``jobs.whole`` with the triggers that keep it (:data:`TRIGGERS`)."""
+``jobs.whole`` with the triggers that keep it (:data:`TRIGGERS`); 5 the ``optimizationjobs``
+table (sweeps: :mod:`trainjob.local.sweep_store`), which ``CREATE TABLE IF NOT EXISTS`` adds."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from trainjob.errors import ConfigError
 from trainjob.local.state import rows
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _LISTING_DDL = {
     "runtime_ref": "TEXT NOT NULL DEFAULT ''",
@@ -120,6 +121,23 @@ CREATE TABLE IF NOT EXISTS reports (
   metrics TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS reports_job ON reports (namespace, name, uid, id);
+CREATE TABLE IF NOT EXISTS optimizationjobs (
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  uid TEXT NOT NULL,
+  created TEXT NOT NULL,
+  created_ts REAL NOT NULL,
+  job TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT '{}',
+  phase TEXT NOT NULL,
+  cwd TEXT NOT NULL,
+  runner TEXT NOT NULL DEFAULT '',
+  deleting INTEGER NOT NULL DEFAULT 0,
+  supervisor_pid INTEGER,
+  supervisor_start TEXT,
+  events TEXT NOT NULL DEFAULT '[]',
+  PRIMARY KEY (namespace, name)
+);
 CREATE TABLE IF NOT EXISTS runtimes (
   kind TEXT NOT NULL,
   namespace TEXT NOT NULL,

@@ -28,7 +28,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -205,6 +205,21 @@ class Store:
             f"cannot write the job store {self.path}: {e} ({free} on its disk): free some space "
             f"there (trainjob delete removes a job's logs), or set TRAINJOB_HOME to another disk"
         )
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``), SQLite's errors as this store's: for a
+        table kept by a module of its own (the sweeps', :mod:`trainjob.local.sweep_store`)."""
+        return self._tx()
+
+    def read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query, SQLite's errors as this store's (see :meth:`transaction`)."""
+        return self._read(sql, args)
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: it changes when another connection commits, so a
+        loop that waits for a change asks this (microseconds) instead of reading its rows."""
+        rows = self._read("PRAGMA data_version")
+        return int(rows[0][0]) if rows else 0
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         if self._empty:
