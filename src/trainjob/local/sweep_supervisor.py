@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from trainjob.core import times
 from trainjob.executor import sweeps
-from trainjob.local.state import home as homes
 from trainjob.local import sweep_store
+from trainjob.local.state import home as homes
 from trainjob.local.state.store import Store
 
 if TYPE_CHECKING:

@@ -31,9 +31,9 @@ from trainjob.executor import sweeps
 from trainjob.executor.model import Event
 from trainjob.executor.sweeps import SweepExecutor
 from trainjob.local import sweep_store
+from trainjob.local.client.executor import DEFAULT_NAMESPACE, LocalExecutor
 from trainjob.local.state import files, procs
 from trainjob.local.state import home as homes
-from trainjob.local.client.executor import DEFAULT_NAMESPACE, LocalExecutor
 from trainjob.local.sweep_store import SweepRow
 
 if TYPE_CHECKING:

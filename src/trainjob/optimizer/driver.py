@@ -29,7 +29,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trainjob.api import constants as c
 from trainjob.core import times
@@ -40,7 +40,7 @@ from trainjob.optimizer import status as sweep_status
 
 if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob, OptimizationJobStatus, TrialPhase
-    from trainjob.executor.base import Executor
+    from trainjob.api.trainer import TrainJob
     from trainjob.executor.model import JobState, MetricSample
 
 log = logging.getLogger(__name__)
@@ -83,11 +83,34 @@ class Pass:
         return self.decision.finished
 
 
+class Trials(Protocol):
+    """What a pass needs of where the trials run: the part of
+    :class:`~trainjob.executor.base.Executor` it calls (any executor is one; the controller's
+    view of its informer cache is another, :mod:`trainjob.controller.optimizationjob`)."""
+
+    @property
+    def keeps_metric_history(self) -> bool: ...
+
+    def states(self, namespace: str | None = None, *, pods: bool = True) -> list[JobState]: ...
+
+    def metric_history(
+        self, name: str, namespace: str, *, since: int = 0
+    ) -> list[MetricSample]: ...
+
+    def submit(self, trainjob: TrainJob, *, cwd: str | None = None) -> TrainJob: ...
+
+    def suspend(self, name: str, namespace: str) -> TrainJob: ...
+
+    def annotate(
+        self, name: str, namespace: str, annotations: Mapping[str, str | None]
+    ) -> TrainJob: ...
+
+
 @dataclass
 class Driver:
     """The loop's passes over ``executor`` (the TrainJob executor the trials run on)."""
 
-    executor: Executor
+    executor: Trials
     cwd: str | None = None
     """Where a local trial's commands run (the directory the OptimizationJob came from)."""
     _histories: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)

@@ -1,0 +1,237 @@
+"""The OptimizationJob reconciler against the real apiserver: the controller makes at most
+``parallelTrials`` trial TrainJobs, each owned by the job; a trial that reports its objective and
+completes makes room for the next; the best trial ends in ``status.result``; failed trials count
+against ``maxFailedTrials``; the validating webhook refuses a bad OptimizationJob with the field
+message the SDK and CLI print.
+
+The tests play the trainer and JobSet: they write a trial's ``status.trainerStatus`` (what the
+status server writes for a reporting pod) and its JobSet's Completed or Failed condition (what
+JobSet's controller writes), as the TrainJob controller's tests do. There is no
+kube-controller-manager here, so no garbage collection: deletion is checked by the owner
+references that let a cluster's collector take every trial (tests/cluster proves it does).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from tests.integration.controller_harness import Controller, wait_for
+
+from trainjob.kube import Client
+from trainjob.kube import resources as r
+from trainjob.kube.errors import ApiError
+
+pytest_plugins = ["tests.integration.controller_fixtures"]
+pytestmark = pytest.mark.integration
+Obj = dict[str, Any]
+
+LABEL = "trainer.kubeflow.org/optimization-job"
+CHOICES = ["a", "b", "c", "d"]
+LOSS = {"a": "0.9", "b": "0.2", "c": "0.5", "d": "0.7"}
+
+
+def sweep(name: str, namespace: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "OptimizationJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "objectives": [{"metric": "loss", "direction": "Minimize"}],
+            "searchAlgorithm": {"grid": {}},
+            "parameters": [{"name": "opt", "searchSpace": {"categorical": {"choices": CHOICES}}}],
+            "numTrials": 4,
+            "parallelTrials": 2,
+            "trainJobTemplate": {
+                "spec": {
+                    "runtimeRef": {"name": "torch-distributed"},
+                    "trainer": {"args": ["--opt={{.opt}}"]},
+                }
+            },
+            **spec,
+        },
+    }
+
+
+def trials(kube: Client, name: str, namespace: str) -> list[Obj]:
+    items, _ = kube.list_all(r.TRAINJOBS, namespace, label_selector=f"{LABEL}={name}")
+    return sorted(items, key=lambda t: str(t["metadata"]["name"]))
+
+
+def opt_of(trial: Obj) -> str:
+    return str(trial["spec"]["trainer"]["args"][0].removeprefix("--opt="))
+
+
+def finish(kube: Client, trial: Obj, *, loss: str | None, ok: bool = True) -> None:
+    """What a trainer and JobSet would write: a last report, then Completed (or Failed)."""
+    name, ns = trial["metadata"]["name"], trial["metadata"]["namespace"]
+    if loss is not None:
+        kube.patch_status(
+            r.TRAINJOBS,
+            name,
+            ns,
+            {
+                "trainerStatus": {
+                    "progressPercentage": 100,
+                    "metrics": [{"name": "loss", "value": loss}],
+                    "lastUpdatedTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            },
+        )
+    wait_for(lambda: kube.get_or_none(r.JOBSETS, name, ns), what=f"JobSet {name}")
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    condition = (
+        {"type": "Completed", "reason": "AllJobsCompleted", "message": "jobset completed"}
+        if ok
+        else {"type": "Failed", "reason": "FailedJobs", "message": "a job failed"}
+    )
+    kube.patch_status(
+        r.JOBSETS,
+        name,
+        ns,
+        {"conditions": [{**condition, "status": "True", "lastTransitionTime": now}]},
+    )
+    want = "Complete" if ok else "Failed"
+    wait_for(
+        lambda: any(
+            k["type"] == want and k["status"] == "True"
+            for k in (kube.get(r.TRAINJOBS, name, ns).get("status") or {}).get("conditions") or ()
+        ),
+        what=f"trial {name} {want}",
+    )
+
+
+def condition(kube: Client, name: str, namespace: str, type_: str) -> Obj | None:
+    job = kube.get(r.OPTIMIZATION_JOBS, name, namespace)
+    for k in (job.get("status") or {}).get("conditions") or ():
+        if k["type"] == type_ and k["status"] == "True":
+            return dict(k)
+    return None
+
+
+class MostAtOnce:
+    """The most unfinished trials seen at once, sampled in the background."""
+
+    def __init__(self, kube: Client, name: str, namespace: str) -> None:
+        self.most = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(kube, name, namespace))
+        self._thread.start()
+
+    def _run(self, kube: Client, name: str, namespace: str) -> None:
+        while not self._stop.wait(0.05):
+            live = [
+                t
+                for t in trials(kube, name, namespace)
+                if not any(
+                    k["type"] in ("Complete", "Failed") and k["status"] == "True"
+                    for k in (t.get("status") or {}).get("conditions") or ()
+                )
+            ]
+            self.most = max(self.most, len(live))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.most
+
+
+def test_a_grid_sweep_runs_two_at_a_time_and_ends_with_the_best_trial(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    created = kube.create(r.OPTIMIZATION_JOBS, sweep("grid", namespace), namespace)
+    at_once = MostAtOnce(kube, "grid", namespace)
+    try:
+        first = wait_for(
+            lambda: len(trials(kube, "grid", namespace)) == 2 and trials(kube, "grid", namespace),
+            what="two trials",
+        )
+        time.sleep(1)  # the controller makes no third while both run
+        assert len(trials(kube, "grid", namespace)) == 2
+        for t in first:
+            owners = t["metadata"]["ownerReferences"]
+            assert owners == [
+                {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "OptimizationJob",
+                    "name": "grid",
+                    "uid": created["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+        finish(kube, first[0], loss=LOSS[opt_of(first[0])])
+        wait_for(lambda: len(trials(kube, "grid", namespace)) == 3, what="the third trial")
+        for t in trials(kube, "grid", namespace)[1:]:
+            finish(kube, t, loss=LOSS[opt_of(t)])
+        wait_for(lambda: len(trials(kube, "grid", namespace)) == 4, what="the fourth trial")
+        finish(
+            kube,
+            trials(kube, "grid", namespace)[3],
+            loss=LOSS[opt_of(trials(kube, "grid", namespace)[3])],
+        )
+        done = wait_for(lambda: condition(kube, "grid", namespace, "Complete"), what="Complete")
+    finally:
+        most = at_once.stop()
+    assert most <= 2
+    assert done["reason"] == "AllTrialsFinished"
+    status = kube.get(r.OPTIMIZATION_JOBS, "grid", namespace)["status"]
+    best = next(t for t in trials(kube, "grid", namespace) if opt_of(t) == "b")
+    assert status["result"] == {
+        "trainJobName": best["metadata"]["name"],
+        "parameters": [{"name": "opt", "value": "b"}],
+    }
+    assert sorted(t["parameters"][0]["value"] for t in status["trials"]) == CHOICES
+    assert {t["phase"] for t in status["trials"]} == {"Succeeded"}
+    assert {t["objective"] for t in status["trials"]} == {"0.9", "0.2", "0.5", "0.7"}
+
+    # Deleted: its trials carry the owner reference a cluster's garbage collector follows, and
+    # the controller makes no more of them.
+    kube.delete(r.OPTIMIZATION_JOBS, "grid", namespace)
+    wait_for(lambda: kube.get_or_none(r.OPTIMIZATION_JOBS, "grid", namespace) is None, what="gone")
+    time.sleep(1)
+    assert len(trials(kube, "grid", namespace)) == 4
+
+
+def test_failed_trials_count_against_max_failed_trials(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    kube.create(
+        r.OPTIMIZATION_JOBS,
+        sweep("flaky", namespace, parallelTrials=1, maxFailedTrials=1),
+        namespace,
+    )
+    t0 = wait_for(lambda: trials(kube, "flaky", namespace), what="the first trial")[0]
+    finish(kube, t0, loss=None, ok=False)
+    t1 = wait_for(
+        lambda: len(trials(kube, "flaky", namespace)) == 2 and trials(kube, "flaky", namespace)[1],
+        what="a second trial after one failure (the limit is 1)",
+    )
+    assert condition(kube, "flaky", namespace, "Failed") is None
+    finish(kube, t1, loss=None, ok=True)  # completed without the objective: a failure too
+    failed = wait_for(lambda: condition(kube, "flaky", namespace, "Failed"), what="Failed")
+    assert failed["reason"] == "MaxFailedTrialsExceeded"
+    time.sleep(1)
+    assert len(trials(kube, "flaky", namespace)) == 2
+    status = kube.get(r.OPTIMIZATION_JOBS, "flaky", namespace)["status"]
+    assert [t["phase"] for t in status["trials"]] == ["Failed", "Failed"]
+    assert "MetricsUnavailable" in status["trials"][1]["reason"]
+
+
+def test_the_webhook_refuses_a_bad_optimizationjob_with_the_field_message(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    bad = sweep("bad", namespace)
+    bad["spec"]["trainJobTemplate"]["spec"]["trainer"]["args"] = ["--opt={{.nope}}"]
+    with pytest.raises(ApiError) as info:
+        kube.create(r.OPTIMIZATION_JOBS, bad, namespace)
+    assert str(info.value.message).startswith(
+        'admission webhook "validator.optimizationjob.trainer.kubeflow.org" denied the request: '
+    )
+    assert (
+        'spec.trainJobTemplate: Invalid value: "{{.nope}}": names no parameter; '
+        "spec.parameters has: opt"
+    ) in info.value.message
+    assert kube.get_or_none(r.OPTIMIZATION_JOBS, "bad", namespace) is None
