@@ -235,3 +235,46 @@ def test_the_webhook_refuses_a_bad_optimizationjob_with_the_field_message(
         "spec.parameters has: opt"
     ) in info.value.message
     assert kube.get_or_none(r.OPTIMIZATION_JOBS, "bad", namespace) is None
+
+
+def test_the_cluster_sweep_executor_creates_lists_reads_events_and_deletes_with_its_trials(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    from trainjob.api.optimization import parse_optimization_job
+    from trainjob.cluster.executor import KubernetesExecutor
+    from trainjob.cluster.sweeps import KubernetesSweepExecutor
+    from trainjob.errors import NotFoundError
+
+    ex = KubernetesSweepExecutor(KubernetesExecutor(kube=kube))
+    bad = sweep("sdk", namespace)
+    bad["spec"]["trainJobTemplate"]["spec"]["runtimeRef"]["name"] = "no-such-runtime"
+    with pytest.raises(NotFoundError, match='"no-such-runtime" not found: the trials'):
+        ex.create(parse_optimization_job(bad))  # before anything is made
+    job = ex.create(parse_optimization_job(sweep("sdk", namespace)))
+    assert job.metadata.uid
+    assert [j.metadata.name for j in ex.list(namespace)] == ["sdk"]
+    wait_for(lambda: len(trials(kube, "sdk", namespace)) == 2, what="two trials")
+    events = wait_for(
+        lambda: [e for e in ex.events("sdk", namespace) if e.reason == "TrialCreated"],
+        what="TrialCreated events",
+    )
+    assert events[0].involved_kind == "OptimizationJob"
+    assert ex.get("sdk", namespace).status is not None
+    ex.delete("sdk", namespace)
+    wait_for(lambda: not trials(kube, "sdk", namespace), what="the trials deleted")
+    wait_for(lambda: not ex.exists("sdk", namespace), what="the job deleted")
+
+
+def test_a_trial_the_trainjob_webhook_refuses_fails_the_job_with_its_message(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    body = sweep("norun", namespace)
+    body["spec"]["trainJobTemplate"]["spec"]["runtimeRef"]["name"] = "no-such-runtime"
+    kube.create(r.OPTIMIZATION_JOBS, body, namespace)
+    failed = wait_for(lambda: condition(kube, "norun", namespace, "Failed"), what="Failed")
+    assert failed["reason"] == "InvalidTrialTemplate"
+    assert (
+        'ClusterTrainingRuntime.trainer.kubeflow.org "no-such-runtime" not found'
+        in (failed["message"])
+    )
+    assert not trials(kube, "norun", namespace)

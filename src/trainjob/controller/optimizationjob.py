@@ -39,7 +39,7 @@ from trainjob.executor import model as st
 from trainjob.executor.sweeps import FINISHED, phase
 from trainjob.kube import resources as r
 from trainjob.kube.client import Client
-from trainjob.kube.errors import NotFound
+from trainjob.kube.errors import Forbidden, Invalid, NotFound
 from trainjob.kube.events import EventRecorder
 from trainjob.kube.informer import Informer
 from trainjob.optimizer import driver as drv
@@ -92,6 +92,17 @@ def trial_state(trainjob: Mapping[str, Any], jobset: Mapping[str, Any] | None) -
         message=message,
         trainjob=trainjob,
     )
+
+
+class Refused(InvalidError):
+    """The apiserver (or the TrainJob webhook) refused a trial: its message as it said it."""
+
+    def __init__(self, message: str) -> None:
+        self.text = message
+        super().__init__([])
+
+    def _message(self) -> str:
+        return self.text
 
 
 class ReportHistory:
@@ -166,8 +177,15 @@ class CachedTrials:
         return self.history.samples(name, namespace)[since:]
 
     def submit(self, trainjob: TrainJob, *, cwd: str | None = None) -> TrainJob:
+        """Create the trial; the apiserver's or a webhook's refusal is :class:`Refused` (an
+        InvalidError: the driver fails the job, as a template no trial can be made of)."""
         ns = trainjob.metadata.namespace or "default"
-        created = self.client.create(r.TRAINJOBS, trainjob.to_dict(), ns)
+        try:
+            created = self.client.create(r.TRAINJOBS, trainjob.to_dict(), ns)
+        except (Invalid, Forbidden) as e:
+            if isinstance(e, Forbidden) and "admission webhook" not in str(e):
+                raise  # RBAC: the controller's install, not the job
+            raise Refused(str(e)) from e
         self.trainjobs.update_if_newer(created)
         self.written(created)
         return trainjob
