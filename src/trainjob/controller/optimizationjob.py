@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from trainjob.api import constants as c
@@ -34,7 +34,7 @@ from trainjob.api.optimization import OptimizationJob, OptimizationJobStatus, pa
 from trainjob.api.trainer import TrainJob
 from trainjob.core import conditions as cond
 from trainjob.core import times
-from trainjob.errors import InvalidError
+from trainjob.errors import InvalidError, NotFoundError
 from trainjob.executor import model as st
 from trainjob.executor.sweeps import FINISHED, phase
 from trainjob.kube import resources as r
@@ -172,6 +172,29 @@ class CachedTrials:
                 continue
             out.append(trial_state(tj, self.jobsets.get(r.TRAINJOBS.key(tj))))
         return out
+
+    def state(self, name: str, namespace: str) -> st.JobState:
+        tj = self.trainjobs.get(f"{namespace}/{name}")
+        if tj is None:
+            raise NotFoundError(f'trainjobs.{c.GROUP} "{name}" not found')
+        return trial_state(tj, self.jobsets.get(f"{namespace}/{name}"))
+
+    def logs(
+        self,
+        name: str,
+        namespace: str,
+        job: str = "node",
+        index: int = 0,
+        follow: bool = False,
+        *,
+        job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
+    ) -> Iterator[str]:
+        """None: the controller reads no pod logs (no Katib stdout collector on a cluster; a
+        trial reports its objective to the status endpoint)."""
+        raise NotFoundError(f"the controller reads no log of trial {namespace}/{name}")
 
     def metric_history(self, name: str, namespace: str, *, since: int = 0) -> list[st.MetricSample]:
         return self.history.samples(name, namespace)[since:]

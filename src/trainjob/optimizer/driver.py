@@ -5,7 +5,9 @@ final objectives from ``status.trainerStatus.metrics`` and, where the backend ke
 one's report history), asks the pure engine what to do (:func:`trainjob.optimizer.engine.
 decide`), does it, and writes the job's status through a callback:
 
-1. list the trials (:meth:`Driver.trials`);
+1. list the trials (:meth:`Driver.trials`); a trial that completed without reporting the
+   objective is read as Katib's stdout collector would, from the last ``metric=VALUE`` line of
+   its log (its reports could not reach a status endpoint, or its command only prints);
 2. decide;
 3. stop the trials the engine stops (early stopping; and every live trial once the job has
    finished): the annotation :data:`~trainjob.api.constants.ANNOTATION_TRIAL_STOPPED` with the
@@ -27,7 +29,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,8 +38,10 @@ from trainjob.api import constants as c
 from trainjob.core import times
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
 from trainjob.executor import model as st
+from trainjob.executor.steps import default_step
 from trainjob.optimizer import engine, template
 from trainjob.optimizer import status as sweep_status
+from trainjob.trainers import stdout_metrics
 
 if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob, OptimizationJobStatus, TrialPhase
@@ -44,6 +49,8 @@ if TYPE_CHECKING:
     from trainjob.executor.model import JobState, MetricSample
 
 log = logging.getLogger(__name__)
+
+KATIB_LINE = re.compile(stdout_metrics.PATTERN)
 
 PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED = (
     engine.PENDING, engine.RUNNING, engine.SUCCEEDED, engine.FAILED, engine.STOPPED,
@@ -93,6 +100,22 @@ class Trials(Protocol):
 
     def states(self, namespace: str | None = None, *, pods: bool = True) -> list[JobState]: ...
 
+    def state(self, name: str, namespace: str) -> JobState: ...
+
+    def logs(
+        self,
+        name: str,
+        namespace: str,
+        job: str = "node",
+        index: int = 0,
+        follow: bool = False,
+        *,
+        job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
+    ) -> Iterator[str]: ...
+
     def metric_history(
         self, name: str, namespace: str, *, since: int = 0
     ) -> list[MetricSample]: ...
@@ -115,6 +138,7 @@ class Driver:
     """Where a local trial's commands run (the directory the OptimizationJob came from)."""
     _histories: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     _seen: dict[str, list[MetricSample]] = field(default_factory=dict)
+    _logged_values: dict[str, float | None] = field(default_factory=dict)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -142,7 +166,10 @@ class Driver:
         with_history = job.spec.early_stopping is not None
         out = []
         for s in self.states(job) if states is None else states:
-            ph = trial_phase(s, metric)
+            objective = objective_of(s, metric)
+            if objective is None and s.phase == st.COMPLETE:
+                objective = self._logged(s, metric)
+            ph = trial_phase(s, metric, objective)
             history: tuple[tuple[int, float], ...] = ()
             if with_history:
                 history = self._history(s, ph, metric)
@@ -152,12 +179,35 @@ class Driver:
                     index=trial_index(s.trainjob),
                     parameters=trial_parameters(s.trainjob),
                     phase=ph,
-                    objective=objective_of(s, metric),
+                    objective=objective,
                     history=history,
                     reason=trial_reason(s, ph, metric),
                 )
             )
         return out
+
+    def _logged(self, s: JobState, metric: str) -> float | None:
+        """A completed trial that reported no objective: the last ``metric=VALUE`` line of its
+        trainer's log, as Katib's stdout collector reads it (a trial whose reports could not
+        reach a status endpoint: a container engine's network; a command that only prints).
+        Read once per trial."""
+        key = f"log:{s.namespace}/{s.name}/{(s.trainjob.get('metadata') or {}).get('uid', '')}"
+        if key not in self._logged_values:
+            value = None
+            try:
+                job, index, job_index = default_step(self.executor.state(s.name, s.namespace))
+                for line in self.executor.logs(
+                    s.name, s.namespace, job, index, job_index=job_index
+                ):
+                    for name, text, *_ in KATIB_LINE.findall(line):
+                        if name == metric and text not in ("", "+", "-"):
+                            value = engine.objective_value(
+                                {"metrics": [{"name": metric, "value": text}]}, metric
+                            )
+            except (NotFoundError, ConfigError, OSError):
+                value = None
+            self._logged_values[key] = value
+        return self._logged_values[key]
 
     def _history(self, s: JobState, ph: str, metric: str) -> tuple[tuple[int, float], ...]:
         """The trial's intermediate values: the executor's history where it keeps one, else the
@@ -307,12 +357,13 @@ def objective_of(s: JobState, metric: str) -> float | None:
     return engine.objective_value(trainer_status, metric)
 
 
-def trial_phase(s: JobState, metric: str) -> TrialPhase:
+def trial_phase(s: JobState, metric: str, objective: float | None = None) -> TrialPhase:
     """The engine's phase of a trial: Stopped once a sweep stopped it (unless it completed
     first), Succeeded once Complete with the objective reported (else Failed: Katib's
     MetricsUnavailable), Failed, Running, else Pending (created, or suspended by hand)."""
     if s.phase == st.COMPLETE:
-        return SUCCEEDED if objective_of(s, metric) is not None else FAILED
+        found = objective if objective is not None else objective_of(s, metric)
+        return SUCCEEDED if found is not None else FAILED
     if stopped_message(s.trainjob):
         return STOPPED
     if s.phase == st.FAILED:

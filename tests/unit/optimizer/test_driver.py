@@ -37,6 +37,7 @@ class FakeExecutor(Executor):
         self.reports: dict[str, list[MetricSample]] = {}
         self.submitted: list[str] = []
         self.hidden: set[str] = set()  # left out of a listing (one made by a killed pass)
+        self.lines: dict[str, list[str]] = {}  # each trial's log
 
     @property
     def default_namespace(self) -> str:
@@ -116,8 +117,8 @@ class FakeExecutor(Executor):
     def events(self, name: str, namespace: str) -> list[Event]:
         return []
 
-    def logs(self, *a: Any, **k: Any) -> Iterator[str]:
-        raise NotImplementedError
+    def logs(self, name: str, *a: Any, **k: Any) -> Iterator[str]:
+        return iter(self.lines.get(name, []))
 
     def resume(self, name: str, namespace: str) -> TrainJob:
         raise NotImplementedError
@@ -295,3 +296,15 @@ def test_a_seeded_random_sweep_proposes_the_same_trials_twice() -> None:
         return [ex.jobs[n]["spec"]["trainer"]["command"] for n in ex.submitted]
 
     assert run() == run()
+
+
+def test_a_trial_that_only_printed_its_loss_is_read_from_its_log_as_katibs_collector_does() -> None:
+    ex = FakeExecutor()
+    loop = Loop(ex, sweep(numTrials=1, parallelTrials=1))
+    loop.sync()
+    ex.lines["lr-0"] = ["epoch=1 loss=0.5", "noise", "epoch=2 loss=2.5e-1 acc=0.9"]
+    ex.finish("lr-0", None)
+    p = loop.sync()
+    trial = (p.status.trials or [])[0]
+    assert trial.phase == "Succeeded" and float(trial.objective or "nan") == 0.25
+    assert p.finished and phase(loop.job) == sweeps.COMPLETE
