@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+import yaml
 from tests.integration.controller_harness import Controller, wait_for
 
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ControlPlane
 
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
@@ -278,3 +283,29 @@ def test_a_trial_the_trainjob_webhook_refuses_fails_the_job_with_its_message(
         in (failed["message"])
     )
     assert not trials(kube, "norun", namespace)
+
+
+def test_the_cli_runs_lists_describes_and_deletes_a_sweep_on_the_cluster(
+    kube: Client,
+    controller: Controller,
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    from tests.integration.test_cli_kubernetes import cli
+
+    manifest = tmp_path / "sweep.yaml"
+    manifest.write_text(yaml.safe_dump(sweep("cli", namespace)))
+    made = cli(control_plane, "run", "-f", str(manifest), "-n", namespace)
+    assert made.returncode == 0, made.stderr
+    wait_for(lambda: len(trials(kube, "cli", namespace)) == 2, what="two trials")
+    listed = cli(control_plane, "get", "optimizationjobs", "-n", namespace)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split()[0] == "cli"
+    described = cli(control_plane, "describe", "optimizationjob", "cli", "-n", namespace)
+    assert described.returncode == 0, described.stderr
+    assert "cli-0" in described.stdout and "cli-1" in described.stdout
+    gone = cli(control_plane, "delete", "optimizationjob", "cli", "-n", namespace)
+    assert gone.returncode == 0, gone.stderr
+    wait_for(lambda: not trials(kube, "cli", namespace), what="its trials deleted")
+    assert kube.get_or_none(r.OPTIMIZATION_JOBS, "cli", namespace) is None
