@@ -1,8 +1,10 @@
 """The OptimizationJob reconciler against the real apiserver: the controller makes at most
 ``parallelTrials`` trial TrainJobs, each owned by the job; a trial that reports its objective and
 completes makes room for the next; the best trial ends in ``status.result``; failed trials count
-against ``maxFailedTrials``; the validating webhook refuses a bad OptimizationJob with the field
-message the SDK and CLI print.
+against ``maxFailedTrials``; the median rule stops a trial from the reports the controller's
+informer saw; a trial the TrainJob webhook refuses fails the job; the validating webhook refuses a
+bad OptimizationJob with the field message the SDK and CLI print; the cluster SweepExecutor (the
+SDK's and the CLI's ``--backend kubernetes``) creates, lists, reads events and deletes.
 
 The tests play the trainer and JobSet: they write a trial's ``status.trainerStatus`` (what the
 status server writes for a reporting pod) and its JobSet's Completed or Failed condition (what
@@ -309,3 +311,62 @@ def test_the_cli_runs_lists_describes_and_deletes_a_sweep_on_the_cluster(
     assert gone.returncode == 0, gone.stderr
     wait_for(lambda: not trials(kube, "cli", namespace), what="its trials deleted")
     assert kube.get_or_none(r.OPTIMIZATION_JOBS, "cli", namespace) is None
+
+
+def report(kube: Client, trial: str, namespace: str, step: int, loss: float) -> None:
+    """One progress report, as the status server writes it (a new lastUpdatedTime each)."""
+    kube.patch_status(
+        r.TRAINJOBS,
+        trial,
+        namespace,
+        {
+            "trainerStatus": {
+                "metrics": [
+                    {"name": "loss", "value": str(loss)},
+                    {"name": "step", "value": str(step)},
+                ],
+                "lastUpdatedTime": f"2026-12-04T00:00:{step:02d}.{time.time_ns() % 10**6:06d}Z",
+            }
+        },
+    )
+    time.sleep(0.2)  # each its own watch event, as a trainer's reports seconds apart
+
+
+def test_the_median_rule_stops_a_trial_from_the_reports_the_controller_saw(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    kube.create(
+        r.OPTIMIZATION_JOBS,
+        sweep("es", namespace, numTrials=3, earlyStopping={"median": {"minTrials": 1}}),
+        namespace,
+    )
+    t0, _ = wait_for(
+        lambda: (ts := trials(kube, "es", namespace)) and len(ts) == 2 and ts, what="two trials"
+    )
+    wait_for(lambda: kube.get_or_none(r.JOBSETS, "es-1", namespace), what="trial 1 running")
+    for step, loss in ((1, 0.5), (2, 0.4), (3, 0.3)):
+        report(kube, "es-0", namespace, step, loss)
+    finish(kube, t0, loss=None)  # its last report (0.3) is its objective
+    for step in (1, 2, 3):
+        report(kube, "es-1", namespace, step, 5.0)
+    stopped = wait_for(
+        lambda: (tj := kube.get(r.TRAINJOBS, "es-1", namespace))["spec"].get("suspend") and tj,
+        what="trial 1 stopped",
+    )
+    message = stopped["metadata"]["annotations"]["trainer.kubeflow.org/trial-stopped"]
+    assert message.startswith("stopped early: its best loss by step")
+    status = wait_for(
+        lambda: next(
+            (
+                t
+                for t in (kube.get(r.OPTIMIZATION_JOBS, "es", namespace).get("status") or {}).get(
+                    "trials"
+                )
+                or ()
+                if t["name"] == "es-1" and t["phase"] == "Stopped"
+            ),
+            None,
+        ),
+        what="trial 1 Stopped in the job's status",
+    )
+    assert status["reason"] == message
