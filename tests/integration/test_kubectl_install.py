@@ -123,6 +123,7 @@ def installed(env: dict[str, str]) -> None:
     assert names(env, "-n", "trainjob-system", "poddisruptionbudgets") == ["trainjob-controller"]
     hooks = kubectl(env, "get", "validatingwebhookconfigurations", "-o", "yaml").stdout
     assert "validator.trainjob.trainer.kubeflow.org" in hooks
+    assert "validator.optimizationjob.trainer.kubeflow.org" in hooks
 
 
 def test_the_documented_kustomize_install_works_the_first_time(tmp_path: Path) -> None:
@@ -159,7 +160,7 @@ def test_the_documented_helm_install_and_crd_upgrade_work_the_first_time(tmp_pat
         assert "STATUS: deployed" in out
         installed(env)
         applied, upgraded = run_block(env, "crd-upgrade")
-        assert applied.count("serverside-applied") == 3
+        assert applied.count("serverside-applied") == len(TRAINJOB_CRDS)
         assert "has been upgraded" in upgraded
         assert json.loads(
             kubectl(
