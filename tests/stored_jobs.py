@@ -42,6 +42,7 @@ def store_job(
     status: dict[str, Any] | None = None,
     events: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
     logs: dict[str, list[str]] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> None:
     """A finished TrainJob ``namespace/name`` in ``ex``'s store, as a run leaves it."""
     uid = str(uuid.uuid4())
@@ -54,6 +55,7 @@ def store_job(
             "namespace": namespace,
             "uid": uid,
             "creationTimestamp": created,
+            **({"labels": labels} if labels else {}),
         },
         "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": nodes}},
     }
@@ -113,3 +115,111 @@ def store_job(
         path = Path(homes.log_path(ex.home, namespace, name, "node", index, 0))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in lines))
+
+
+def store_sweep(
+    ex: LocalExecutor,
+    name: str,
+    trials: list[tuple[dict[str, str], str | None, str]],
+    namespace: str = "default",
+    *,
+    metric: str = "loss",
+    direction: str = "Minimize",
+    parameters: list[dict[str, Any]] | None = None,
+    algorithm: dict[str, Any] | None = None,
+) -> None:
+    """A finished OptimizationJob ``namespace/name`` in ``ex``'s store, as its supervisor leaves
+    it: ``trials`` are (parameters, objective, phase), stored as its TrainJobs ``name-0``, ... (a
+    trial that failed as a Failed job), the best by ``direction`` as its result."""
+    from trainjob.api import constants as c
+    from trainjob.local.client import sweep_store
+    from trainjob.local.client.sweep_store import SweepRow
+
+    uid = str(uuid.uuid4())
+    created = times.format(time.time() - 300)
+    names = sorted({k for params, _, _ in trials for k in params})
+    spec = {
+        "objectives": [{"metric": metric, "direction": direction}],
+        "searchAlgorithm": algorithm or {"random": {"seed": 7}},
+        "parameters": parameters
+        or [{"name": n, "searchSpace": {"uniform": {"min": "0", "max": "1"}}} for n in names],
+        "numTrials": len(trials),
+        "parallelTrials": 1,
+        "trainJobTemplate": {"spec": {"runtimeRef": {"name": "torch-distributed"}}},
+    }
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "OptimizationJob",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "creationTimestamp": created,
+        },
+        "spec": spec,
+    }
+    rows: list[dict[str, Any]] = []
+    for i, (params, objective, phase) in enumerate(trials):
+        trial = f"{name}-{i}"
+        assigned = [{"name": k, "value": v} for k, v in params.items()]
+        rows.append(
+            {"name": trial, "parameters": assigned, "phase": phase}
+            | ({"objective": objective} if objective is not None else {})
+            | ({"reason": "the trial's job failed"} if phase == "Failed" else {})
+        )
+        store_job(
+            ex,
+            trial,
+            namespace,
+            phase="Complete" if phase == "Succeeded" else "Failed",
+            nodes=1,
+            labels={c.LABEL_OPTIMIZATION_JOB: name, c.LABEL_TRIAL_INDEX: str(i)},
+            status={"trainerStatus": trainer_status(100, 0, {metric: objective})}
+            if objective is not None
+            else None,
+        )
+    scored = [r for r in rows if "objective" in r]
+    sign = -1 if direction == "Maximize" else 1
+    best = min(scored, key=lambda r: sign * float(r["objective"])) if scored else None
+    status: dict[str, Any] = {
+        "conditions": [
+            {
+                "type": "Complete",
+                "status": "True",
+                "reason": "AllTrialsFinished",
+                "message": f"all {len(rows)} trials finished; the best is "
+                + (best["name"] if best else "none"),
+                "lastTransitionTime": times.now(),
+            }
+        ],
+        "trials": rows,
+    }
+    if best is not None:
+        status["result"] = {"trainJobName": best["name"], "parameters": best["parameters"]}
+    sweep_store.insert(
+        ex.store,
+        SweepRow(
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            created=created,
+            created_ts=time.time() - 300,
+            job=json.dumps(job),
+            status=json.dumps(status),
+            phase="Complete",
+            cwd=str(ex.home),
+            events=json.dumps(
+                [
+                    {
+                        "type": "Normal",
+                        "reason": "TrialCreated",
+                        "message": f"created trial {r['name']}",
+                        "timestamp": times.now(),
+                        "involvedKind": "OptimizationJob",
+                        "involvedName": name,
+                    }
+                    for r in rows
+                ]
+            ),
+        ),
+    )

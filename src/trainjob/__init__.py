@@ -90,6 +90,9 @@ if TYPE_CHECKING:
         TRLConfig,
         TRLMethod,
     )
+    from trainjob.client.workspace import (
+        Workspace,
+    )
     from trainjob.progress import (
         update_trainjob_status,
     )
@@ -104,6 +107,7 @@ _LAZY: dict[str, str] = {
     "Search": "trainjob.client.optimizer_types",
     "TPESearch": "trainjob.client.optimizer_types",
     "TrialConfig": "trainjob.client.optimizer_types",
+    "Workspace": "trainjob.client.workspace",
     "ActiveDeadlineSeconds": "trainjob.client.options",
     "Annotations": "trainjob.client.options",
     "TTLSecondsAfterFinished": "trainjob.client.options",
@@ -221,6 +225,7 @@ __all__ = [
     "TrainingRuntimeSource",
     "TrainingRuntimeSpecPatch",
     "TrialConfig",
+    "Workspace",
     "__version__",
     "get_tpu_num_nodes",
     "update_trainjob_status",

@@ -92,6 +92,7 @@ SAYS = {
     ],
     "lifecycle.md": ["nightly done"],
     "sweeps.md": ["grid   Complete   6/6", "optimizationjob.trainer.kubeflow.org/grid deleted"],
+    "workspaces.md": ["hello from mylib on node 0", "Workspace:  sha256:"],
 }
 
 

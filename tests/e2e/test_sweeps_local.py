@@ -24,7 +24,7 @@ from tests.e2e import sweep_funcs as f
 
 from trainjob import CustomTrainer, LocalBackendConfig, TrainJobTemplate
 from trainjob.api.load import parse
-from trainjob.local import sweep_store
+from trainjob.local.client import sweep_store
 from trainjob.local.state import procs
 from trainjob.optimizer import (
     GridSearch,

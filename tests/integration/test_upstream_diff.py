@@ -95,6 +95,22 @@ DELIBERATE: dict[str, Deliberate] = {
         "PET_NPROC_PER_NODE=0, which torchrun refuses in every pod",
         ADMITTED_UPSTREAM,
     ),
+    "rjob-name-not-dns1035": Deliberate(
+        "a runtime whose replicatedJob name is no DNS-1035 label is refused (so is its TrainJob: "
+        "no runtime); upstream admits both and JobSet's webhook refuses the JobSet at every "
+        "reconcile (this apiserver runs no JobSet webhook, so upstream's JobSet is made here)",
+        ADMITTED_UPSTREAM,
+    ),
+    "name-too-long-for-pods": Deliberate(
+        "a TrainJob whose pods JobSet would name past 63 characters is refused with JobSet's "
+        "message; upstream admits it and JobSet's webhook refuses the JobSet at every reconcile",
+        ADMITTED_UPSTREAM,
+    ),
+    "torch-numnodes-zero": Deliberate(
+        "numNodes 0 is admitted as upstream admits it (CRD minimum 0), with a warning that the "
+        "trainer job has no pods and nothing trains; upstream says nothing",
+        ("admission.create TrainJob/job.warnings",),
+    ),
     "patch-unknown-job": Deliberate(
         "a runtimePatch naming a job the runtime lacks is refused at admission; upstream checks "
         "the already-patched template, admits it, and every reconcile fails (JobSet invalid: "

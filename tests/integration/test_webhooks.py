@@ -5,11 +5,15 @@ runtime patches and translates v2.0/v2.1 fields."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+import json
+import shutil
+import subprocess
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests.integration.controller_harness import Controller, builtin_runtime, trainjob
 
+from trainjob.api import validation
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError, Forbidden
@@ -17,6 +21,9 @@ from trainjob.kube.errors import ApiError, Forbidden
 pytest_plugins = ["tests.integration.controller_fixtures"]
 pytestmark = pytest.mark.integration
 Obj = dict[str, Any]
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ControlPlane
 
 DENIED = 'admission webhook "{hook}" denied the request: '
 TRAINJOB_HOOK = DENIED.format(hook="validator.trainjob.trainer.kubeflow.org")
@@ -162,6 +169,49 @@ def test_the_mutating_webhook_stamps_patches_and_translates_legacy_fields(
     assert updated["spec"]["runtimePatches"] == before
 
 
+def test_a_changed_runtime_patch_gets_the_admission_time_whatever_time_the_client_sent(
+    kube: Client, controller: Controller, namespace: str
+) -> None:
+    """Upstream's defaulter: on update, a manager's patch whose content changed is stamped with
+    the admission time even when the client kept (or set) another; an unchanged one keeps the
+    stored time whatever the client sent."""
+    earlier = "2020-01-01T00:00:00Z"
+
+    def patch(manager: str, pool: str) -> Obj:
+        return {
+            "manager": manager,
+            "time": earlier,
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {
+                                    "spec": {"template": {"spec": {"nodeSelector": {"pool": pool}}}}
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+
+    obj = trainjob(
+        "stamped",
+        namespace,
+        suspend=True,
+        runtimePatches=[patch("a.io/x", "a"), patch("b.io/y", "b")],
+    )
+    created = kube.create(r.TRAINJOBS, obj)
+    assert [p["time"] for p in created["spec"]["runtimePatches"]] == [earlier, earlier]
+    changed = [patch("a.io/x", "CHANGED"), {**patch("b.io/y", "b"), "time": "2021-01-01T00:00:00Z"}]
+    updated = kube.patch(r.TRAINJOBS, "stamped", {"spec": {"runtimePatches": changed}}, namespace)
+    times = [p["time"] for p in updated["spec"]["runtimePatches"]]
+    assert times[0] != earlier, "the changed patch kept the client's time"
+    assert times[1] == earlier, "the unchanged patch took the client's time, not the stored one"
+
+
 WEBHOOK_CALLS = "apiserver_admission_webhook_admission_duration_seconds_count{"
 
 
@@ -221,3 +271,49 @@ def test_runtime_patches_of_a_running_trainjob_cannot_change(
     }
     err = refused(lambda: kube.patch(r.TRAINJOBS, "running", change, namespace))
     assert "RuntimePatches can only be modified when the TrainJob is suspended" in err.message
+
+
+def test_names_jobset_would_refuse_are_refused_and_num_nodes_zero_is_warned(
+    kube: Client, controller: Controller, namespace: str, control_plane: ControlPlane
+) -> None:
+    """Issue 28's wrong accepts, on the real apiserver: a runtime whose replicatedJob name is no
+    DNS-1035 label, and a TrainJob whose pods JobSet would name past 63 characters, are refused
+    with the lines ``plan``, ``run`` and the SDK give (tests/unit/corpus); ``numNodes: 0``, valid
+    as upstream's, is admitted with the warning kubectl prints."""
+    rt = namespaced_runtime(namespace)
+    bad = copy.deepcopy(rt)
+    bad["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "Node_1"
+    err = refused(lambda: kube.create(r.TRAINING_RUNTIMES, bad))
+    assert err.message == (
+        DENIED.format(hook="validator.trainingruntime.trainer.kubeflow.org")
+        + 'spec.template.spec.replicatedJobs[0].name: Invalid value: "Node_1": a DNS-1035 label '
+        "must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+        "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex "
+        "used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    )
+    kube.create(r.TRAINING_RUNTIMES, rt)
+    name = "n" * 50
+    obj = trainjob(name, namespace, runtime="rt")
+    obj["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    err = refused(lambda: kube.create(r.TRAINJOBS, obj))
+    assert err.message == TRAINJOB_HOOK + (
+        f'metadata.name: Invalid value: "{name}": JobSet name is too long, pod names generated '
+        f'for this JobSet will exceed 63 characters (replicatedJob "node": pod "{name}-node-0-0-'
+        "xxxxx\", 65 characters): shorten the TrainJob's name"
+    )
+    assert kube.get_or_none(r.TRAINJOBS, name, namespace) is None
+
+    zero = trainjob("zero", namespace, runtime="rt", trainer={"numNodes": 0})
+    zero["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH: cannot read the warning as kubectl prints it")
+    out = subprocess.run(
+        ["kubectl", "--kubeconfig", str(control_plane.kubeconfig), "create", "-f", "-"],
+        input=json.dumps(zero),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == f"Warning: {validation.NUM_NODES_ZERO_WARNING}\n"
+    assert kube.get(r.TRAINJOBS, "zero", namespace)["spec"]["trainer"]["numNodes"] == 0

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 import trainjob
+from trainjob.api import validation
 from trainjob.api.load import load_file
 from trainjob.cli import invalid_message, main
 from trainjob.errors import FieldError, InvalidError
@@ -281,6 +282,36 @@ def test_yaml_anchors_and_aliases_are_read(
 def test_a_missing_file_is_one_kubectl_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["plan", "-f", "no/such.yaml"], capsys)
     assert (code, out, err) == (1, "", 'error: the path "no/such.yaml" does not exist\n')
+
+
+@pytest.mark.parametrize("command", ["plan", "run", "apply", "delete"])
+def test_an_empty_file_argument_is_kubectls_missing_path_not_the_current_directory(
+    command: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``-f ''`` was ``Path("")``, the current directory: every manifest there was read (and
+    ``run`` ran them). kubectl says the path does not exist; so does trainjob, storing nothing."""
+    monkeypatch.setenv("TRAINJOB_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "job.yaml", trainjob_yaml())
+    code, out, err = run([command, "-f", ""], capsys)
+    assert (code, out, err) == (1, "", 'error: the path "" does not exist\n')
+    assert not (tmp_path / "home" / "jobs").exists()
+
+
+def test_num_nodes_zero_plans_with_the_webhooks_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Valid on a cluster (upstream's CRD minimum is 0), so planned; but it trains nothing, and
+    ``plan`` says so as the webhook does (kubectl's ``Warning:`` line)."""
+    text = trainjob_yaml() + "  trainer:\n    numNodes: 0\n"
+    code, out, err = run(["plan", "-f", write(tmp_path, "zero.yaml", text)], capsys)
+    assert code == 0
+    assert err == f"Warning: {validation.NUM_NODES_ZERO_WARNING}\n"
+    [jobset] = jobsets(out)
+    assert jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] == 0
 
 
 def test_an_invalid_runtime_is_reported_once_and_its_trainjobs_are_skipped(

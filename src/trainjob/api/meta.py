@@ -136,6 +136,24 @@ DNS1123_LABEL_MESSAGE = (  # apimachinery's message
 )
 
 
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DNS1035_LABEL_MESSAGE = (  # apimachinery's message
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+MAX_LABEL = 63
+MAX_LABEL_MESSAGE = f"must be no more than {MAX_LABEL} characters"
+
+
+def dns1035_label(value: str) -> list[str]:
+    """apimachinery's ``IsDNS1035Label``: its problems with ``value``, the length first."""
+    problems = [MAX_LABEL_MESSAGE] if len(value) > MAX_LABEL else []
+    if not DNS1035_LABEL.match(value):
+        problems.append(DNS1035_LABEL_MESSAGE)
+    return problems
+
+
 def validate_namespace(namespace: str | None) -> list[FieldError]:
     """An object's namespace, when it names one: a DNS-1123 label of at most 63 characters
     (the apiserver takes it from the URL; locally it names a directory, so ``..`` never passes)."""

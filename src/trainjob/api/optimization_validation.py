@@ -289,7 +289,8 @@ def _validate_template(job: OptimizationJob, *, fill: bool) -> list[FieldError]:
     if not job.spec.parameters:
         return errs  # reported as spec.parameters: Required value
     names = [p.name for p in job.spec.parameters]
-    for name in sorted(placeholders.placeholders(to_dict(template)) - set(names)):
+    used = placeholders.placeholders(to_dict(template))
+    for name in sorted(used - set(names)):
         errs.append(
             FieldError.invalid(
                 path,
@@ -297,6 +298,22 @@ def _validate_template(job: OptimizationJob, *, fill: bool) -> list[FieldError]:
                 f"names no parameter; spec.parameters has: {', '.join(names)}",
             )
         )
+    # A template that takes its values as placeholders must take every one: a parameter it
+    # leaves out is most often a typo, and its trials would differ only in an env var the code
+    # does not read. A template with no placeholder at all is upstream's KEP 2605 style (8.2):
+    # the values come only as KUBEFLOW_TRAINER_OPT_<NAME> env vars, so nothing is required.
+    if used:
+        for i, name in enumerate(names):
+            if name not in used and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                errs.append(
+                    FieldError.invalid(
+                        f"spec.parameters[{i}].name",
+                        name,
+                        f"is not used by spec.trainJobTemplate: add {{{{.{name}}}}} where the "
+                        f"trial takes it (or read the env var {placeholders.env_name(name)} and "
+                        "use no placeholder at all)",
+                    )
+                )
     env: dict[str, str] = {}
     for i, name in enumerate(names):
         var = placeholders.env_name(name)

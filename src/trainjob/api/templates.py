@@ -1,7 +1,8 @@
 """The rules a runtime's JobSet template meets on a cluster once it is applied: JobSet's webhook
-(``dependsOn``, success and failure policy targets; kubernetes-sigs/jobset
-``pkg/webhooks/jobset_webhook.go``) and CRD, and the apiserver's Job and Pod rules for the Jobs and
-pods it creates (``parallelism``, ``backoffLimit``, containers, their env and resources).
+(replicatedJob names that are DNS-1035 labels, ``dependsOn``, success and failure policy targets;
+kubernetes-sigs/jobset ``pkg/webhooks/jobset_webhook.go``) and CRD, and the apiserver's Job and
+Pod rules for the Jobs and pods it creates (``parallelism``, ``backoffLimit``, containers, their
+env and resources).
 
 Upstream admits a runtime that breaks them and its TrainJobs then never start on a cluster (the
 JobSet or its pods are refused); on the local backend they ran, or never finished (no
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainjob.api import container_validation
+from trainjob.api import container_validation, meta
 from trainjob.errors import FieldError
 
 Obj = dict[str, Any]
@@ -36,6 +37,8 @@ def validate_template(spec: Obj) -> list[FieldError]:
             continue
         path = f"{BASE}.replicatedJobs[{i}]"
         name = str(rjob.get("name") or "")
+        # JobSet names each Job <jobset>-<name>-<index> and refuses one that is no DNS-1035 label
+        errs.extend(FieldError.invalid(f"{path}.name", name, p) for p in meta.dns1035_label(name))
         errs.extend(_depends_on(path, i, name, rjob.get("dependsOn"), names))
         names.append(name)
         replicas = rjob.get("replicas")

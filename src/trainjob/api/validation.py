@@ -26,6 +26,7 @@ __all__ = [
     "DNS1123_LABEL_MESSAGE",
     "go_container",
     "is_quantity",
+    "trainjob_warnings",
     "validate_domain_prefixed_path",
     "validate_namespace",
     "validate_runtime",
@@ -33,7 +34,7 @@ __all__ = [
     "validate_trainjob",
 ]
 
-RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+RFC1035_LABEL = meta.DNS1035_LABEL
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 QUALIFIED_PATH = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -66,6 +67,24 @@ MAX_COMMAND = 128
 MAX_IMAGE = 500
 MAX_STORAGE_URI = 2048
 MAX_PATCHES = 16
+
+
+NUM_NODES_ZERO_WARNING = (
+    "spec.trainer.numNodes: 0 gives the trainer job no pods (parallelism 0), so the TrainJob "
+    "completes without training: set numNodes to 1 or more to train (the local backend refuses 0)"
+)
+
+
+def trainjob_warnings(tj: TrainJob, old: TrainJob | None = None) -> list[str]:
+    """What is valid but most likely not meant, as admission warnings (kubectl prints each as
+    ``Warning: ...``; ``trainjob plan`` too). ``numNodes: 0`` is valid (upstream's CRD minimum is
+    0, kubeflow/trainer#3809, as JobSet's replicas may be 0) and builds a trainer job of no pods;
+    it is said on create and when an update sets it."""
+    nodes = tj.spec.trainer.num_nodes if tj.spec.trainer is not None else None
+    was = old.spec.trainer.num_nodes if old is not None and old.spec.trainer is not None else None
+    if nodes == 0 and (old is None or was != 0):
+        return [NUM_NODES_ZERO_WARNING]
+    return []
 
 
 def validate_trainjob(tj: TrainJob, old: TrainJob | None = None) -> list[FieldError]:

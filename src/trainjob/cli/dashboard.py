@@ -1,7 +1,9 @@
-"""``trainjob dashboard``: the jobs, their progress, loss curves and live logs in a browser.
+"""``trainjob dashboard``: the jobs, their progress, loss curves and live logs in a browser, and
+the sweeps (OptimizationJobs) with their trials.
 
 Over the executor the other commands use (:func:`trainjob.cli.output.executor`: ``--backend``,
-``--kubeconfig``, ``--context``; on a cluster, what the user's own credentials may see). The
+``--kubeconfig``, ``--context``; on a cluster, what the user's own credentials may see), and the
+sweep executor ``get optimizationjobs`` uses (:func:`trainjob.cli.sweeps.sweep_executor`). The
 web app is :mod:`trainjob.dashboard`; it needs the ``dashboard`` extra (Starlette, uvicorn).
 """
 
@@ -36,9 +38,12 @@ def dashboard(
     """Serve a web dashboard of the jobs: progress, loss curves, live logs, events, YAML
     (docs/dashboard.md)."""
     extras.require("trainjob dashboard", extras.DASHBOARD)
+    from trainjob.cli.sweeps import sweep_executor
     from trainjob.dashboard.server import serve
 
-    serve(executor, host=host, port=port, open_browser=open_browser, say=_say)
+    serve(
+        executor, sweeps=sweep_executor, host=host, port=port, open_browser=open_browser, say=_say
+    )
 
 
 def _say(line: str) -> None:

@@ -71,6 +71,14 @@ def describe_text(ex: Executor, name: str, namespace: str) -> None:
         ("Failed" if s.phase == FAILED else "Completed", s.completed or "<none>"),
         ("Restarts", str(s.restarts)),
     ]
+    from trainjob.workspace import names as workspace
+
+    annotations = tj.metadata.annotations or {}
+    if annotations.get(workspace.DIGEST):  # which code it runs: the snapshot packed at submit
+        where = annotations.get(workspace.SOURCE)
+        lines.append(
+            ("Workspace", annotations[workspace.DIGEST] + (f" ({where})" if where else ""))
+        )
     if not s.finished:  # what it is doing now: Queued, Initializing, Running, Restarting
         doing, why = phases.activity(s)
         lines.insert(4, ("Phase", f"{doing} ({why})" if why else doing))

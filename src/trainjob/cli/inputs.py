@@ -71,6 +71,8 @@ def read_sources(paths: list[str]) -> list[tuple[str, str]]:
                 out.append(("STDIN", _read_stdin()))
                 stdin_read = True
             continue
+        if not p:  # Path("") is the current directory: kubectl's answer instead
+            raise TrainJobError('the path "" does not exist')
         path = Path(p)
         try:
             files = (

@@ -39,10 +39,12 @@ class Result:
 
     plans: list[Plan] = field(default_factory=list)
     errors: list[TrainJobError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def plan_files(paths: list[str], namespace: str | None = None) -> Result:
     """Compile every TrainJob in ``paths``; collect every error instead of stopping at the first."""
+    from trainjob.api import validation
     from trainjob.cli.inputs import read_inputs, usable
     from trainjob.executor import catalog
     from trainjob.runtime import compile
@@ -54,6 +56,8 @@ def plan_files(paths: list[str], namespace: str | None = None) -> Result:
             result.plans.append(compile(tj, catalog.admit(tj, found.runtimes), validated=True))
         except (InvalidError, NotFoundError) as e:
             result.errors.append(e)
+        else:  # the admission webhook's warnings, as kubectl would print them
+            result.warnings.extend(validation.trainjob_warnings(tj))
     return result
 
 
@@ -99,6 +103,8 @@ def plan_command(
     ] = None,
 ) -> None:
     result = plan_files(filename, namespace)
+    for warning in result.warnings:
+        sys.stderr.write(f"Warning: {warning}\n")
     if result.errors:
         for err in result.errors:
             report(err)

@@ -204,12 +204,47 @@ def run_command(
             help="Delete a job of the same name first (like kubectl replace --force).",
         ),
     ] = False,
+    workdir: Annotated[
+        str | None,
+        typer.Option(
+            "--workdir",
+            metavar="DIR",
+            help="Ship this folder with the job: packed now (its .gitignore respected), "
+            "read-only on every trainer node, on PYTHONPATH and the working directory.",
+        ),
+    ] = None,
+    workdir_exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--workdir-exclude",
+            metavar="PATTERN",
+            help="Leave paths out of --workdir (.gitignore syntax). Repeatable.",
+        ),
+    ] = None,
+    workdir_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--workdir-uri",
+            metavar="URI",
+            help="Store the --workdir archive under this s3://bucket/prefix (on a cluster: "
+            "for a folder too large for a ConfigMap).",
+        ),
+    ] = None,
 ) -> None:
     """Run TrainJobs and OptimizationJobs (on this machine, or with --backend kubernetes on the
     cluster)."""
     ex = executor()
     found = load_inputs(ex, filename, namespace)
     trainjobs, runtimes, dirs = found.trainjobs, found.runtimes, found.dirs
+    snapshot = None
+    if workdir is not None:
+        from trainjob.cli import workdir as workdirs
+
+        snapshot = workdirs.pack(
+            workdir, workdir_exclude or (), workdir_uri, trainjobs, found.optimizationjobs
+        )
+    elif workdir_exclude or workdir_uri:
+        raise TrainJobError("--workdir-exclude and --workdir-uri go with --workdir DIR")
     submitted: list[TrainJob] = []
     for tj, where in zip(trainjobs, dirs, strict=True):
         name, ns = tj.metadata.name, namespace_of(ex, tj.metadata.namespace)
@@ -224,7 +259,8 @@ def run_command(
             except TimeoutError as e:
                 raise TrainJobError(f"{e}; try again later") from None
         try:
-            stored = ex.submit(tj, runtimes, cwd=where)  # a local job's commands run there
+            # a local job's commands run in ``where`` (in its workspace's copy with --workdir)
+            stored = ex.submit(tj, runtimes, cwd=where, workspace=snapshot)
         except AlreadyExistsError as e:
             raise AlreadyExistsError(
                 f"{e}; delete it first (trainjob delete {name} -n {ns}) or run with --replace"
@@ -234,7 +270,7 @@ def run_command(
     if found.optimizationjobs:  # sweeps: cli/sweeps.py (their trials are TrainJobs)
         from trainjob.cli import sweeps
 
-        sweeps.run_sweeps(found.optimizationjobs, found.sweep_dirs, wait or follow)
+        sweeps.run_sweeps(found.optimizationjobs, found.sweep_dirs, wait or follow, snapshot)
     for tj in submitted:
         name, ns = tj.metadata.name or "", namespace_of(ex, tj.metadata.namespace)
         try:

@@ -38,11 +38,12 @@ from trainjob.executor import sweeps
 if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob
     from trainjob.executor.sweeps import SweepExecutor
+    from trainjob.workspace.pack import Snapshot
 
 RESOURCE = f"optimizationjob.{c.GROUP}"
 NAMES = ("optimizationjob", "optimizationjobs", "oj")
 """What kubectl users call the kind (``delete optimizationjob NAME``, ``get oj``)."""
-DONE = frozenset({"Succeeded", "Failed", "Stopped"})
+DONE = sweeps.TRIAL_DONE
 
 
 def sweep_executor() -> SweepExecutor:
@@ -56,7 +57,7 @@ def sweep_executor() -> SweepExecutor:
         assert isinstance(trials, KubernetesExecutor)
         return KubernetesSweepExecutor(trials)
     from trainjob.cli.output import container_runner
-    from trainjob.local.sweeps import LocalSweepExecutor
+    from trainjob.local.client.sweeps import LocalSweepExecutor
 
     runner = container_runner() if TARGET.backend is Backend.container else ""
     return LocalSweepExecutor(runner=runner)
@@ -90,7 +91,7 @@ def row(job: OptimizationJob, wide: bool = False) -> list[str]:
     if wide:
         cells[4:4] = [
             job.spec.objectives[0].metric,
-            _algorithm(job),
+            sweeps.algorithm(job),
             (best or {}).get("name") or "<none>",
         ]
     return cells
@@ -160,16 +161,6 @@ def _watch(
         return
 
 
-def _algorithm(job: OptimizationJob) -> str:
-    algo = job.spec.search_algorithm
-    for name in ("grid", "tpe", "random"):
-        chosen = getattr(algo, name, None) if algo is not None else None
-        if chosen is not None:
-            seed = getattr(chosen, "seed", None)
-            return f"{name} (seed {seed})" if seed is not None else name
-    return "random"
-
-
 # -- describe -----------------------------------------------------------------------------------
 
 
@@ -188,7 +179,7 @@ def describe_sweep(name: str, namespace: str | None) -> None:
     )
     obj = spec.objectives[0]
     field("Objective", f"{obj.metric} ({obj.direction or 'Minimize'})")
-    field("Algorithm", _algorithm(job))
+    field("Algorithm", sweeps.algorithm(job))
     trials = status.get("trials") or ()
     done = sum(1 for t in trials if t.get("phase") in DONE)
     field(
@@ -285,13 +276,19 @@ def split_kind(names: Sequence[str]) -> tuple[bool, list[str]]:
     return False, list(names)
 
 
-def run_sweeps(jobs: Sequence[OptimizationJob], dirs: Sequence[str], wait: bool) -> None:
-    """``run -f`` of OptimizationJobs: create each (``created``), then with ``--wait`` follow
-    each until it finishes (a line per change on stderr; exit 1 when it failed)."""
+def run_sweeps(
+    jobs: Sequence[OptimizationJob],
+    dirs: Sequence[str],
+    wait: bool,
+    workspace: Snapshot | None = None,
+) -> None:
+    """``run -f`` of OptimizationJobs: create each (``created``; with ``--workdir`` its trials
+    run the ``workspace`` snapshot), then with ``--wait`` follow each until it finishes (a line
+    per change on stderr; exit 1 when it failed)."""
     ex = sweep_executor()
     made = []
     for job, where in zip(jobs, dirs, strict=True):
-        stored = ex.create(job, cwd=where)
+        stored = ex.create(job, cwd=where, workspace=workspace)
         made.append(stored)
         out.print(f"{RESOURCE}/{stored.metadata.name} created")
     if not wait:

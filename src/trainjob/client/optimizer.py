@@ -407,7 +407,7 @@ def _sweep_executor(trainer: TrainerClient) -> SweepExecutor:
 
     backend = trainer.backend
     if isinstance(backend, LocalBackend):  # the container backend is one too
-        from trainjob.local.sweeps import LocalSweepExecutor
+        from trainjob.local.client.sweeps import LocalSweepExecutor
 
         return LocalSweepExecutor(backend.cfg.home, runner=getattr(backend.executor, "runner", ""))
     from trainjob.cluster.executor import KubernetesExecutor

@@ -21,6 +21,7 @@ TrainJob; what the cluster still refuses comes back as the apiserver's error
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,6 +41,7 @@ from trainjob.kube.errors import Forbidden, NotFound
 
 if TYPE_CHECKING:
     from trainjob.kube import Client
+    from trainjob.workspace.pack import Snapshot
 
 FIELD_MANAGER = "trainjob-cli"
 log = logging.getLogger(__name__)
@@ -76,10 +78,26 @@ class KubernetesExecutor(Executor):
         return self.kube.get_or_none(r.TRAINJOBS, name, namespace) is not None
 
     def submit(
-        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+        self,
+        trainjob: TrainJob,
+        runtimes: Sequence[Runtime] = (),
+        *,
+        cwd: str | None = None,
+        workspace: Snapshot | None = None,
     ) -> TrainJob:
-        """Check as the admission webhook would, apply the given runtimes, create the TrainJob."""
+        """Check as the admission webhook would, apply the given runtimes, create the TrainJob
+        (and store its workspace: :mod:`trainjob.cluster.workspaces`)."""
         self.check(trainjob, runtimes)
+        body = trainjob.to_dict()
+        if workspace is not None or trainjob.metadata.annotations:
+            from trainjob.cluster import workspaces
+
+            if workspace is not None:  # the runtime may say where a large archive goes
+                where = functools.partial(self._workspace_prefix, trainjob, runtimes)
+                workspaces.before_create(body, workspace, where)
+            else:  # a rerun of a TrainJob that names a snapshot: it must still be stored
+                ns = trainjob.metadata.namespace or self.default_namespace
+                workspaces.check_rerun(self.kube, body, ns)
         for rt in runtimes:
             obj = rt.to_dict()
             if isinstance(rt, TrainingRuntime):
@@ -88,11 +106,28 @@ class KubernetesExecutor(Executor):
                 )
             self.kube.apply(obj, field_manager=FIELD_MANAGER)
         ns = trainjob.metadata.namespace or self.default_namespace
-        return self.create(trainjob.to_dict(), ns)
+        return self.create(body, ns, workspace=workspace, checked=True)
 
-    def create(self, trainjob: Obj, namespace: str) -> TrainJob:
-        """Create a TrainJob object as given (the SDK builds it and lets the cluster check it)."""
-        return _trainjob(self.kube.create(r.TRAINJOBS, trainjob, namespace, field_manager=None))
+    def create(
+        self,
+        trainjob: Obj,
+        namespace: str,
+        *,
+        workspace: Snapshot | None = None,
+        checked: bool = False,
+    ) -> TrainJob:
+        """Create a TrainJob object as given (the SDK builds it and lets the cluster check it),
+        with its ``workspace`` stored (``checked``: :func:`workspaces.before_create` ran)."""
+        if workspace is not None:
+            from trainjob.cluster import workspaces
+
+            if not checked:
+                where = functools.partial(self._workspace_prefix, _trainjob(trainjob), ())
+                workspaces.before_create(trainjob, workspace, where)
+        created = self.kube.create(r.TRAINJOBS, trainjob, namespace, field_manager=None)
+        if workspace is not None:
+            workspaces.after_create(self.kube, created, workspace)
+        return _trainjob(created)
 
     def check(
         self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
@@ -102,6 +137,12 @@ class KubernetesExecutor(Executor):
         says so), so a cluster without trainjob's webhook refuses nothing silently."""
         from trainjob.runtime import validate
 
+        errors = validate(trainjob, self._runtime(trainjob, runtimes))
+        if errors:
+            raise InvalidError(errors, f"{c.TRAINJOB_KIND}.{c.GROUP}", trainjob.metadata.name or "")
+
+    def _runtime(self, trainjob: TrainJob, runtimes: Sequence[Runtime]) -> Runtime | None:
+        """The TrainJob's runtime: from ``runtimes``, else the cluster's (None: neither has it)."""
         ns = trainjob.metadata.namespace or self.default_namespace
         ref = trainjob.spec.runtime_ref
         kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
@@ -115,9 +156,13 @@ class KubernetesExecutor(Executor):
             parsed = parse(found) if found is not None else None
             if isinstance(parsed, ClusterTrainingRuntime | TrainingRuntime):
                 runtime = parsed
-        errors = validate(trainjob, runtime)
-        if errors:
-            raise InvalidError(errors, f"{c.TRAINJOB_KIND}.{c.GROUP}", trainjob.metadata.name or "")
+        return runtime
+
+    def _workspace_prefix(self, trainjob: TrainJob, runtimes: Sequence[Runtime]) -> str | None:
+        """Where the TrainJob's runtime puts workspace archives too large for a ConfigMap."""
+        from trainjob.cluster import workspaces
+
+        return workspaces.runtime_uri(self._runtime(trainjob, runtimes))
 
     def get(self, name: str, namespace: str) -> TrainJob:
         return _trainjob(self.kube.get(r.TRAINJOBS, name, namespace))

@@ -1,9 +1,10 @@
-"""The dashboard's ASGI app (Starlette): three pages, a JSON API and server-sent event streams.
+"""The dashboard's ASGI app (Starlette): four pages, a JSON API and server-sent event streams.
 
 Pages (one HTML frame, ``page.html``, with each page's title and script; JS shipped in the
-wheel, ``static/``; no data is ever written into HTML on the server, the browser sets it as text): ``/`` the Jobs, ``/jobs/NS/NAME`` a job,
-``/runtimes`` the runtimes. The API, over one :class:`~trainjob.executor.base.Executor` (the
-backend the CLI uses, opened once per worker thread):
+wheel, ``static/``; no data is ever written into HTML on the server, the browser sets it as text): ``/`` the Jobs (and sweeps), ``/jobs/NS/NAME`` a job,
+``/sweeps/NS/NAME`` a sweep, ``/runtimes`` the runtimes. The API, over one
+:class:`~trainjob.executor.base.Executor` and one :class:`~trainjob.executor.sweeps.SweepExecutor`
+(the backend the CLI uses, each opened once per worker thread):
 
 - ``GET /api/jobs[?namespace=]`` every job's row; ``GET /api/jobs/stream`` the rows, then the
   rows that changed (phase, progress, loss, restarts...) and the jobs removed, as they change.
@@ -12,6 +13,9 @@ backend the CLI uses, opened once per worker thread):
   ``.../metrics`` the reports so far; ``.../logs?step=node-0[&follow=1]`` one step's log lines
   as events; ``.../yaml`` the TrainJob; ``.../plan`` its Plan.
 - ``POST .../suspend``, ``POST .../resume``, ``DELETE /api/jobs/NS/NAME`` (the pages ask first).
+- ``GET /api/sweeps[?namespace=]`` every sweep's row (``unavailable``: why there are none,
+  on a backend without sweeps); ``GET /api/sweeps/NS/NAME`` a sweep's page data (its search,
+  conditions, result, every trial with its parameters and objective, events).
 - ``GET /api/runtimes``; ``GET /api/runtimes/KIND/NAME/yaml|plan[?namespace=&numNodes=]``: a
   runtime, and the Plan a TrainJob with only a runtimeRef (and numNodes) would get on it.
 
@@ -47,13 +51,15 @@ from starlette.staticfiles import StaticFiles
 
 from trainjob import text
 from trainjob.api import constants as c
+from trainjob.api.optimization import OptimizationJob
 from trainjob.core import times
-from trainjob.dashboard import security, views
+from trainjob.dashboard import security, sweep_views, views
 from trainjob.dashboard.streams import Executors, event, keepalive, lines_of
 from trainjob.errors import ForbiddenError, InvalidError, NotFoundError, TrainJobError
 from trainjob.executor.base import Executor
 from trainjob.executor.model import MetricSample, trainer_status_sample
 from trainjob.executor.steps import parse_step
+from trainjob.executor.sweeps import SweepExecutor
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger(__name__)
@@ -73,13 +79,26 @@ class Listing:
 class Dashboard:
     """The app's state: the executors, how often streams look again, what the pages say."""
 
-    def __init__(self, opener: Callable[[], Executor], *, poll: float = 1.0) -> None:
+    def __init__(
+        self,
+        opener: Callable[[], Executor],
+        *,
+        sweeps: Callable[[], SweepExecutor] | None = None,
+        poll: float = 1.0,
+    ) -> None:
         self.executors = Executors(opener)
         self.poll = poll
         self.backend = self.executors.first.backend
         self.keeps_history = self.executors.first.keeps_metric_history
         self._listings: dict[str | None, Listing] = {}
         self._locks: dict[str | None, asyncio.Lock] = {}
+        self.sweeps: Executors[SweepExecutor] | None = None
+        self.no_sweeps = "" if sweeps is not None else "this dashboard was started without sweeps"
+        if sweeps is not None:
+            try:
+                self.sweeps = Executors(sweeps)
+            except TrainJobError as e:  # a backend without sweeps: the jobs all the same
+                self.no_sweeps = text.printable(str(e))
 
     # -- jobs -----------------------------------------------------------------------------------
 
@@ -306,6 +325,40 @@ class Dashboard:
         done = {"suspend": "suspended", "resume": "resumed", "delete": "deleted"}[verb]
         return JSONResponse({"message": f"{_resource(name)} {done}"})
 
+    # -- sweeps ---------------------------------------------------------------------------------
+
+    def _sweeps(self) -> Executors[SweepExecutor]:
+        if self.sweeps is None:
+            raise HTTPException(404, f"no sweeps here: {self.no_sweeps}")
+        return self.sweeps
+
+    async def sweep_list(self, request: Request) -> JSONResponse:
+        ns = request.query_params.get("namespace") or None
+        head = {"backend": self.backend, "now": times.now()}
+        if self.sweeps is None:
+            return JSONResponse({**head, "sweeps": [], "unavailable": self.no_sweeps})
+
+        def read(ex: SweepExecutor) -> list[OptimizationJob]:
+            try:
+                return ex.list(ns)
+            except ForbiddenError:
+                if ns is not None:
+                    raise
+                # Credentials that may not list every namespace: the context's own.
+                return ex.list(ex.default_namespace)
+
+        jobs = await self.sweeps.call(read)
+        return JSONResponse({**head, "sweeps": [sweep_views.sweep_row(j) for j in jobs]})
+
+    async def sweep(self, request: Request) -> JSONResponse:
+        ns, name = _job_key(request)
+
+        def detail(ex: SweepExecutor) -> dict[str, Any]:
+            return sweep_views.sweep_detail(ex.get(name, ns), ex.events(name, ns))
+
+        body = await self._sweeps().call(detail)
+        return JSONResponse({"now": times.now(), "backend": self.backend, "sweep": body})
+
     # -- runtimes -------------------------------------------------------------------------------
 
     async def runtimes(self, request: Request) -> JSONResponse:
@@ -404,17 +457,20 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
 def create_app(
     opener: Callable[[], Executor],
     *,
+    sweeps: Callable[[], SweepExecutor] | None = None,
     token: str | None = None,
     loopback_only: bool = True,
     poll: float = 1.0,
 ) -> security.ASGIApp:
-    """The dashboard over the executors ``opener`` makes (one per worker thread). ``token``:
-    required of every request when given; ``loopback_only``: answer only as localhost."""
-    d = Dashboard(opener, poll=poll)
+    """The dashboard over the executors ``opener`` makes (one per worker thread), and the sweep
+    executors ``sweeps`` makes (None: no sweeps shown). ``token``: required of every request
+    when given; ``loopback_only``: answer only as localhost."""
+    d = Dashboard(opener, sweeps=sweeps, poll=poll)
     job = "/api/jobs/{namespace}/{name}"
     routes = [
         Route("/", _page("jobs", "Jobs"), methods=["GET"]),
         Route("/jobs/{namespace}/{name}", _page("job", "Job", _UPLOT), methods=["GET"]),
+        Route("/sweeps/{namespace}/{name}", _page("sweep", "Sweep"), methods=["GET"]),
         Route("/runtimes", _page("runtimes", "Runtimes"), methods=["GET"]),
         Route("/api/jobs", d.jobs, methods=["GET"]),
         Route("/api/jobs/stream", d.jobs_stream, methods=["GET"]),
@@ -426,6 +482,8 @@ def create_app(
         Route(job + "/yaml", d.yaml, methods=["GET"]),
         Route(job + "/plan", d.plan, methods=["GET"]),
         Route(job + "/{verb}", d.action, methods=["POST"]),
+        Route("/api/sweeps", d.sweep_list, methods=["GET"]),
+        Route("/api/sweeps/{namespace}/{name}", d.sweep, methods=["GET"]),
         Route("/api/runtimes", d.runtimes, methods=["GET"]),
         Route("/api/runtimes/{kind}/{name}/{what}", d.runtime_text, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -18,6 +18,7 @@ from trainjob.dashboard import security
 from trainjob.dashboard.app import create_app
 from trainjob.errors import ConfigError
 from trainjob.executor.base import Executor
+from trainjob.executor.sweeps import SweepExecutor
 
 DEFAULT_PORT = 8090
 TOKEN_ENV = "TRAINJOB_DASHBOARD_TOKEN"
@@ -55,19 +56,21 @@ def url_of(host: str, port: int, token: str | None) -> str:
 def serve(
     opener: Callable[[], Executor],
     *,
+    sweeps: Callable[[], SweepExecutor] | None = None,
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     open_browser: bool = False,
     say: Callable[[str], None] = print,
 ) -> None:
-    """Run the dashboard until interrupted."""
+    """Run the dashboard until interrupted: the jobs of the executors ``opener`` makes, the
+    sweeps of those ``sweeps`` makes."""
     import uvicorn
 
     from trainjob.dashboard.closing import EndStreams, Server
 
     loopback = security.is_loopback(host)
     token = os.environ.get(TOKEN_ENV) or (None if loopback else security.new_token())
-    app = EndStreams(create_app(opener, token=token, loopback_only=loopback))
+    app = EndStreams(create_app(opener, sweeps=sweeps, token=token, loopback_only=loopback))
     sock = bind(host, port)
     port = sock.getsockname()[1]
     url = url_of(host, port, token)

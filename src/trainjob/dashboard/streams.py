@@ -14,13 +14,12 @@ import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio.to_thread
 
-from trainjob.executor.base import Executor
-
 T = TypeVar("T")
+E = TypeVar("E")
 
 MAX_BATCH = 500
 """Log lines sent in one event at most (a fast log, or a long one read from its start)."""
@@ -38,23 +37,25 @@ def keepalive() -> str:
     return ": keepalive\n\n"
 
 
-class Executors:
+class Executors(Generic[E]):
     """One executor per worker thread, opened on first use (``opener``: the CLI's choice of
-    backend); :meth:`call` runs a function of the thread's executor off the event loop."""
+    backend); :meth:`call` runs a function of the thread's executor off the event loop. The
+    TrainJob :class:`~trainjob.executor.base.Executor`, and the same for the
+    :class:`~trainjob.executor.sweeps.SweepExecutor` of sweeps."""
 
-    def __init__(self, opener: Callable[[], Executor]) -> None:
+    def __init__(self, opener: Callable[[], E]) -> None:
         self.opener = opener
         self._local = threading.local()
         self.first = opener()  # fails now, at start, when the backend cannot be reached
 
-    def get(self) -> Executor:
-        ex: Executor | None = getattr(self._local, "executor", None)
+    def get(self) -> E:
+        ex: E | None = getattr(self._local, "executor", None)
         if ex is None:
             ex = self.opener()
             self._local.executor = ex
         return ex
 
-    async def call(self, fn: Callable[[Executor], T]) -> T:
+    async def call(self, fn: Callable[[E], T]) -> T:
         return await anyio.to_thread.run_sync(lambda: fn(self.get()))
 
 

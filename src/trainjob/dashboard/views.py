@@ -99,13 +99,15 @@ def job_detail(
     log_location: str | None = None,
     outputs: Iterable[Output] = (),
 ) -> dict[str, Any]:
-    """A job's page: its row, conditions, its phases over time (:mod:`.timeline`), replicated
+    """A job's page: its row, the sweep it is a trial of (None: none), conditions, its phases over time (:mod:`.timeline`), replicated
     jobs, steps (pods), events, progress."""
     status = s.trainjob.get("status") or {}
+    labels = (s.trainjob.get("metadata") or {}).get("labels") or {}
     events = list(events)
     return {
         **job_row(s),
         "message": s.message,
+        "sweep": labels.get(c.LABEL_OPTIMIZATION_JOB),
         "suspended": bool(s.spec.get("suspend")),
         "progressDetail": progress(s.trainjob),
         "conditions": [

@@ -34,6 +34,7 @@ from trainjob.executor.model import (
 if TYPE_CHECKING:
     from trainjob.api.trainer import Runtime, TrainJob
     from trainjob.executor import triage
+    from trainjob.workspace.pack import Snapshot
 
 
 class Executor(abc.ABC):
@@ -60,11 +61,17 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def submit(
-        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+        self,
+        trainjob: TrainJob,
+        runtimes: Sequence[Runtime] = (),
+        *,
+        cwd: str | None = None,
+        workspace: Snapshot | None = None,
     ) -> TrainJob:
         """Check ``trainjob`` against its runtime (``runtimes`` are looked up first) and start it;
         the TrainJob as stored. Field errors come before anything is created. ``cwd``: where a
-        local job's commands run (ignored on a cluster)."""
+        local job's commands run (ignored on a cluster). ``workspace``: the snapshot that the
+        TrainJob's annotations name (:mod:`trainjob.workspace`), stored where its pods find it."""
 
     @abc.abstractmethod
     def check(

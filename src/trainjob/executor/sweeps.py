@@ -6,7 +6,7 @@ engine (:mod:`trainjob.optimizer.engine`), run in a level-triggered loop by
 :mod:`trainjob.optimizer.driver` over the backend's TrainJob :class:`~trainjob.executor.base.
 Executor`. A backend keeps the OptimizationJob (spec and status) and runs that loop somewhere
 that outlives the client: the local backend in a sweep supervisor process per job with the job
-in its SQLite store (:mod:`trainjob.local.sweeps`), the container backend the same with trials
+in its SQLite store (:mod:`trainjob.local.client.sweeps`), the container backend the same with trials
 run as containers, a cluster as the controller's OptimizationJob reconciler over the CR.
 
 The SDK's ``OptimizerClient`` (:mod:`trainjob.client.optimizer`) and the CLI
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob
     from trainjob.executor.base import Executor
     from trainjob.executor.model import Event
+    from trainjob.workspace.pack import Snapshot
 
 # An OptimizationJob's phase, from its conditions (the SDK's vocabulary, as a TrainJob's).
 CREATED = "Created"
@@ -73,9 +74,13 @@ class SweepExecutor(abc.ABC):
         return self.trials.default_namespace
 
     @abc.abstractmethod
-    def create(self, job: OptimizationJob, *, cwd: str | None = None) -> OptimizationJob:
+    def create(
+        self, job: OptimizationJob, *, cwd: str | None = None, workspace: Snapshot | None = None
+    ) -> OptimizationJob:
         """Check ``job`` (its fields; that its first trial would be accepted) and start it; the
-        job as stored (named, with a uid). ``cwd``: where a local trial's commands run."""
+        job as stored (named, with a uid). ``cwd``: where a local trial's commands run.
+        ``workspace``: the snapshot its trial template's annotations name (``run --workdir``),
+        stored where every trial's pods find it, as :meth:`Executor.submit` does for one job."""
 
     @abc.abstractmethod
     def get(self, name: str, namespace: str) -> OptimizationJob:
@@ -115,3 +120,18 @@ class SweepExecutor(abc.ABC):
             if phase(seen) in FINISHED:
                 return
             time.sleep(self.poll_interval)
+
+
+TRIAL_DONE = frozenset({"Succeeded", "Failed", "Stopped"})
+"""The phases of a trial that has ended."""
+
+
+def algorithm(job: OptimizationJob) -> str:
+    """The job's search algorithm as one reads it: ``grid``, ``tpe (seed 7)``, ``random``."""
+    algo = job.spec.search_algorithm
+    for name in ("grid", "tpe", "random"):
+        chosen = getattr(algo, name, None) if algo is not None else None
+        if chosen is not None:
+            seed = getattr(chosen, "seed", None)
+            return f"{name} (seed {seed})" if seed is not None else name
+    return "random"

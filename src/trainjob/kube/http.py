@@ -13,8 +13,9 @@ the process past its memory limit:
 * TLS is negotiated per connection with the current :attr:`Server.ssl_context` (it can be swapped
   for certificate rotation) within :data:`HANDSHAKE_TIMEOUT`; a request's head and body must then
   arrive within :data:`REQUEST_TIMEOUT` in all (a deadline, not a per-read timeout: one byte every
-  few seconds does not keep it open) and an idle kept-alive connection is closed after
-  :data:`IDLE_TIMEOUT`;
+  few seconds does not keep it open); an idle kept-alive connection stays open (:data:`IDLE_TIMEOUT`)
+  until its client closes it, its peer is found gone by TCP keep-alive probes, or the connection
+  limit evicts it;
 * a body needs a valid ``Content-Length`` of at most :data:`MAX_BODY` (negative, malformed or
   missing with a body: 400/411; chunked: 501; larger: 413; after a 413 or a 400 for the length,
   up to :data:`DRAIN_LIMIT` of the body is read and dropped, so that the client hears the answer
@@ -76,7 +77,17 @@ MAX_CONNECTIONS = 512
 HANDLER_THREADS = 4
 HANDSHAKE_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 10.0  # the apiserver gives a webhook call at most 10 s (timeoutSeconds)
-IDLE_TIMEOUT = 60.0
+IDLE_TIMEOUT: float | None = None
+"""How long a kept-alive connection may wait for its next request: for ever, as
+controller-runtime's webhook server (Go's ``http.Server`` without an ``IdleTimeout``). The
+apiserver's webhook client keeps an idle connection for 90 s (client-go's transport: Go's
+``IdleConnTimeout``) and sends the next review on it; a server that closed it sooner raced that
+reuse, and the create was refused with ``failed calling webhook ...: EOF``. Idle connections cost
+a coroutine each and are bounded by :data:`MAX_CONNECTIONS`; a vanished peer's is ended by
+:data:`TCP_KEEPALIVE` probes."""
+TCP_KEEPALIVE = 15
+"""Seconds of silence before a connection's peer is probed, and between probes (Go's server's
+default keep-alive period)."""
 WRITE_TIMEOUT = 10.0
 DRAIN_LIMIT = 1024 * 1024  # of a refused body, read and dropped before closing
 DRAIN_TIMEOUT = 2.0
@@ -215,6 +226,7 @@ class Server:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = _Conn(writer)
         self._admit(conn)
+        _keepalive(writer.get_extra_info("socket"))
         peer = writer.get_extra_info("peername")
         try:
             ctx = self.ssl_context
@@ -417,6 +429,22 @@ async def _drain(reader: asyncio.StreamReader, length: int) -> None:
                 length -= len(chunk)
     except TimeoutError:
         return
+
+
+def _keepalive(sock: socket.socket | None) -> None:
+    """Probe an idle connection's peer every :data:`TCP_KEEPALIVE` s (a node gone without a FIN
+    would otherwise hold an idle connection for ever)."""
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for opt in ("TCP_KEEPIDLE", "TCP_KEEPINTVL"):
+            if hasattr(socket, opt):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), TCP_KEEPALIVE)
+        if hasattr(socket, "TCP_KEEPCNT"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 9)
+    except OSError as e:  # a socket already reset by its peer
+        log.debug("setting TCP keep-alive: %s", e)
 
 
 def serve(

@@ -8,9 +8,10 @@ a job's supervisor: the JobSet's rules, its pods as processes or containers, pro
 reports) over :mod:`trainjob.local.state` (what both share: the directory layout, the SQLite
 store, conditions, log files, processes). The job side imports nothing of the client side
 (``.importlinter``). Names are imported on first use, so the supervisor starts without loading the
-API models. Sweeps (OptimizationJobs): :mod:`trainjob.local.sweeps` (the client side),
-:mod:`trainjob.local.sweep_supervisor` (the per-sweep process) and :mod:`trainjob.local.sweep_store`
-(its table).
+API models.
+Sweeps (OptimizationJobs) live on the client side: ``client.sweeps`` (their executor),
+``client.sweep_supervisor`` (the process that runs a sweep's loop) and ``client.sweep_store``
+(their table in the store).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ decide`), does it, and writes the job's status through a callback:
 
 Nothing but the executor's objects is kept between passes (a finished trial's history, which
 cannot change, is cached), so a driver killed and restarted picks up where it was. Used by the
-local backend's sweep supervisor (:mod:`trainjob.local.sweep_supervisor`) and the controller's
+local backend's sweep supervisor (:mod:`trainjob.local.client.sweep_supervisor`) and the controller's
 OptimizationJob reconciler.
 """
 

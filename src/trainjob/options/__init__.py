@@ -28,6 +28,7 @@ from trainjob.client.options import (
     TrainerEnvFrom,
     TrainingRuntimeSpecPatch,
 )
+from trainjob.client.workspace import Workspace
 
 __all__ = [
     "ActiveDeadlineSeconds",
@@ -47,4 +48,5 @@ __all__ = [
     "TrainerCommand",
     "TrainerEnvFrom",
     "TrainingRuntimeSpecPatch",
+    "Workspace",
 ]

@@ -264,6 +264,10 @@ def own_cases() -> list[Case]:
           (tj(trainer={"numProcPerNode": 0}),)),
         C("torch-numnodes-zero", "torch: numNodes 0 (the CRD's minimum)",
           (tj(trainer={"numNodes": 0}),)),
+        C("rjob-name-not-dns1035", "a runtime's replicatedJob name that is no DNS-1035 label",
+          (torch_runtime("torch", rjob("Node_1")), tj("torch", kind="TrainingRuntime"))),
+        C("name-too-long-for-pods", "a TrainJob name whose pods' names pass 63 characters",
+          (tj(name="n" * 50),)),
         C("torch-runtime-resources", "torch: resourcesPerNode merged key by key into the runtime's",
           (torch_runtime("torch", rjob(containers=[container(resources={
               "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}})])),

@@ -252,6 +252,13 @@ CASES: list[tuple[str, Callable[[Obj], None], str | list[str]]] = [
         "spec.parameters has: lr, opt",
     ),
     (
+        "a parameter the placeholders leave out",
+        _set(ARGS, ["--lr={{.lr}}"]),
+        'spec.parameters[1].name: Invalid value: "opt": is not used by spec.trainJobTemplate: '
+        "add {{.opt}} where the trial takes it (or read the env var KUBEFLOW_TRAINER_OPT_OPT "
+        "and use no placeholder at all)",
+    ),
+    (
         "no parameters",
         _set("spec.parameters", []),
         "spec.parameters: Required value: must have at least 1 items",

@@ -12,7 +12,7 @@ import pytest
 from trainjob.cli import main
 from trainjob.cli.sweeps import split_kind
 from trainjob.executor import sweeps
-from trainjob.local import sweep_store
+from trainjob.local.client import sweep_store
 from trainjob.local.state import home as homes
 from trainjob.local.state.store import Store
 

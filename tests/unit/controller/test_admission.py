@@ -5,11 +5,15 @@ it is tested on the real apiserver in tests/integration/test_webhooks.py.)"""
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from typing import Any, cast
 
 import pytest
 
+from trainjob.api import validation
+from trainjob.api.load import parse
+from trainjob.api.trainer import TrainJob
 from trainjob.controller.webhooks import admission
 from trainjob.controller.webhooks.serving import configurations
 from trainjob.errors import FieldError
@@ -113,6 +117,31 @@ def test_update_keeps_the_time_of_an_unchanged_patch_and_stamps_a_changed_one() 
     assert [p["time"] for p in op["value"]] == [EARLIER, NOW]
 
 
+def test_update_stamps_a_changed_patch_whatever_time_the_client_sent() -> None:
+    """Upstream's defaulter (pkg/webhooks/trainjob_webhook.go): on update a patch whose content
+    changed gets the admission time even when the client sent one (a client that edits a patch
+    and keeps its old ``time`` would otherwise hide the change from whoever orders patches by
+    time); an unchanged one gets the old object's time, whatever the client sent; a new manager's
+    keeps the client's."""
+    old = trainjob(
+        runtimePatches=[
+            patch("a.io/x", "sa", EARLIER),
+            patch("b.io/y", "sb", EARLIER),
+            patch("c.io/z", "sc"),
+        ]
+    )
+    new = trainjob(
+        runtimePatches=[
+            patch("a.io/x", "CHANGED", EARLIER),
+            patch("b.io/y", "sb", "2026-02-02T00:00:00Z"),
+            patch("c.io/z", "sc", "2026-02-02T00:00:00Z"),
+            patch("d.io/w", "sd", "2026-02-02T00:00:00Z"),
+        ]
+    )
+    (op,) = mutate(new, old)
+    assert [p.get("time") for p in op["value"]] == [NOW, EARLIER, None, "2026-02-02T00:00:00Z"]
+
+
 def test_legacy_fields_become_runtime_patches_and_are_removed() -> None:
     obj = trainjob(
         labels={"team": "a"},
@@ -189,6 +218,76 @@ def test_an_ancestor_job_with_two_replicas_is_denied_with_upstreams_message() ->
             "field": "spec.template.spec.replicatedJobs[0].replicas",
         }
     ]
+
+
+def test_a_replicated_job_name_that_is_no_dns1035_label_is_denied() -> None:
+    """JobSet names each Job ``<jobset>-<replicatedJob>-<index>`` and refuses one that is no
+    DNS-1035 label; the runtime webhook refuses the runtime, so no TrainJob is made for it."""
+    obj = runtime()
+    obj["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "Node_1"
+    verdict = hooks.validate_training_runtime({"operation": "CREATE", "object": obj})
+    assert not verdict.allowed and verdict.status is not None
+    assert verdict.status["message"] == (
+        'spec.template.spec.replicatedJobs[0].name: Invalid value: "Node_1": a DNS-1035 label '
+        "must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+        "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex "
+        "used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    )
+    obj["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "n" * 64
+    verdict = hooks.validate_training_runtime({"operation": "CREATE", "object": obj})
+    assert not verdict.allowed and verdict.status is not None
+    assert verdict.status["message"] == (
+        f'spec.template.spec.replicatedJobs[0].name: Invalid value: "{"n" * 64}": '
+        "must be no more than 63 characters"
+    )
+
+
+def test_a_trainjob_whose_pod_names_would_pass_63_characters_is_denied() -> None:
+    """A TrainJob name of 50 characters is valid alone, but JobSet's pods
+    ``<name>-node-0-0-<5 random>`` would be 65: JobSet would refuse the JobSet at every
+    reconcile, so the TrainJob webhook refuses the TrainJob (as plan and the local backend do)."""
+    rt = runtime()
+    with_cache = admission.Admission(
+        cast(Client, None), clock=lambda: NOW, cached_runtime=lambda *_: rt
+    )
+    tj = trainjob()
+    tj["spec"]["runtimeRef"] = {"name": "rt", "kind": "TrainingRuntime"}
+    tj["metadata"]["name"] = "n" * 50
+    verdict = with_cache.validate_trainjob({"operation": "CREATE", "object": tj})
+    assert not verdict.allowed and verdict.status is not None
+    assert verdict.status["message"] == (
+        f'metadata.name: Invalid value: "{"n" * 50}": JobSet name is too long, pod names '
+        'generated for this JobSet will exceed 63 characters (replicatedJob "node": pod '
+        f'"{"n" * 50}-node-0-0-xxxxx", 65 characters): shorten the TrainJob\'s name'
+    )
+    tj["metadata"]["name"] = "n" * 48
+    assert with_cache.validate_trainjob({"operation": "CREATE", "object": tj}).allowed
+
+
+def test_num_nodes_zero_is_admitted_with_a_warning() -> None:
+    """``numNodes: 0`` is valid (upstream's CRD minimum is 0 since kubeflow/trainer#3809, and its
+    webhook test admits it) but trains nothing: the webhook admits it and says so, on create and
+    when an update sets it, not on every later update."""
+    rt = runtime()
+    hooks_ = admission.Admission(
+        cast(Client, None), clock=lambda: NOW, cached_runtime=lambda *_: rt
+    )
+    tj = trainjob(trainer={"numNodes": 0})
+    tj["spec"]["runtimeRef"] = {"name": "rt", "kind": "TrainingRuntime"}
+    verdict = hooks_.validate_trainjob({"operation": "CREATE", "object": tj})
+    assert verdict.allowed
+    assert verdict.warnings == [
+        "spec.trainer.numNodes: 0 gives the trainer job no pods (parallelism 0), so the TrainJob "
+        "completes without training: set numNodes to 1 or more to train (the local backend "
+        "refuses 0)"
+    ]
+    one = copy.deepcopy(tj)
+    one["spec"]["trainer"]["numNodes"] = 1
+    assert hooks_.validate_trainjob({"operation": "CREATE", "object": one}).warnings == []
+    zero_model, one_model = parse(tj), parse(one)
+    assert isinstance(zero_model, TrainJob) and isinstance(one_model, TrainJob)
+    assert validation.trainjob_warnings(zero_model, one_model) == verdict.warnings
+    assert validation.trainjob_warnings(zero_model, zero_model) == []
 
 
 @pytest.mark.parametrize(

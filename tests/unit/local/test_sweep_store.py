@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from trainjob.errors import AlreadyExistsError
-from trainjob.local import sweep_store
+from trainjob.local.client import sweep_store
+from trainjob.local.client.sweep_store import SweepRow
 from trainjob.local.state.store import SCHEMA_VERSION, Store
-from trainjob.local.sweep_store import SweepRow
 
 
 def row(name: str = "lr", uid: str = "u-1") -> SweepRow:

@@ -44,7 +44,12 @@ class FakeExecutor(Executor):
         return "default"
 
     def submit(
-        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+        self,
+        trainjob: TrainJob,
+        runtimes: Sequence[Runtime] = (),
+        *,
+        cwd: str | None = None,
+        workspace: Any = None,
     ) -> TrainJob:
         name = trainjob.metadata.name or ""
         if name in self.jobs:

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from trainjob.client import builder, runtimes, types
+from trainjob.client import builder, runtimes, types, workspace
 from trainjob.client import constants as c
 from trainjob.client.backends.adapter import ExecutorBackend
 from trainjob.client.backends.base import print_packages
@@ -117,8 +117,14 @@ class KubernetesBackend(ExecutorBackend):
         rt = self.resolve_runtime(runtime)
         job = builder.build(rt, initializer, trainer, options, backend=self)
         name = builder.job_name(job)
+        snapshot = workspace.snapshot_in(job, options)
         with _errors(f"create {c.TRAINJOB_KIND}: {self.namespace}/{name}"):
-            self.executor.create(job, self.namespace)
+            try:
+                self.executor.create(job, self.namespace, workspace=snapshot)
+            except ConfigError as e:  # its workspace cannot be stored (too large, S3's error)
+                raise RuntimeError(
+                    f"Failed to create TrainJob: {self.namespace}/{name}: {e}"
+                ) from e
         logger.debug("%s %s/%s has been created", c.TRAINJOB_KIND, self.namespace, name)
         return name
 

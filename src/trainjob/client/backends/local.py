@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from trainjob.client import builder, types
+from trainjob.client import builder, types, workspace
 from trainjob.client.backends.adapter import ExecutorBackend
 from trainjob.client.config import LocalProcessBackendConfig
 from trainjob.errors import AlreadyExistsError, ConfigError, InvalidError, NotFoundError
@@ -75,9 +75,10 @@ class LocalBackend(ExecutorBackend):
             validate=False,  # submit validates it, with its runtime (catalog.admit)
         )
         name = builder.job_name(job)
+        snapshot = workspace.snapshot_in(job, options)
         tj = builder.parse(job)
         try:
-            self.executor.submit(tj, cwd=self.cfg.cwd or os.getcwd())
+            self.executor.submit(tj, cwd=self.cfg.cwd or os.getcwd(), workspace=snapshot)
         except (InvalidError, NotFoundError) as e:
             raise ValueError(str(e)) from e
         except (AlreadyExistsError, ConfigError) as e:

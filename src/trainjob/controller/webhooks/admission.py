@@ -3,7 +3,9 @@
 * ``/mutate-trainer-kubeflow-org-v1alpha1-trainjob`` (``defaulter.trainjob.trainer.kubeflow.org``):
   v2.0/v2.1 fields (``labels``, ``annotations``, ``podSpecOverrides``, ``podTemplateOverrides``)
   become ``runtimePatches`` (:mod:`trainjob.api.legacy`); each patch gets ``time`` = now on create
-  when unset; on update a patch whose content (ignoring time) did not change keeps its old time.
+  when unset; on update, as upstream's defaulter, a patch whose content (ignoring time) did not
+  change keeps the old object's time, a changed one gets now whatever time the client sent, and a
+  new manager's gets now when unset.
 * ``/validate-trainer-kubeflow-org-v1alpha1-trainjob`` (``validator.trainjob...``): the runtime must
   be a supported kind and exist (its snapshot on updates); then every validation of
   :func:`trainjob.runtime.validate`; patches of a suspended TrainJob cannot change while a
@@ -227,12 +229,15 @@ class Admission:
             old_by_manager = {p.get("manager"): p for p in old_spec.get("runtimePatches") or ()}
             for p in patches:
                 old = old_by_manager.get(p.get("manager"))
-                if old is not None and _without_time(old) == _without_time(p):
-                    if old.get("time") is not None:
-                        p["time"] = old["time"]
-                    continue
-                if not p.get("time"):
-                    p["time"] = now
+                if old is None:
+                    if not p.get("time"):
+                        p["time"] = now
+                elif _without_time(old) != _without_time(p):
+                    p["time"] = now  # changed: the admission time, whatever the client sent
+                elif old.get("time") is not None:
+                    p["time"] = old["time"]
+                else:
+                    p.pop("time", None)
         else:
             for p in patches:
                 if not p.get("time"):
@@ -278,6 +283,7 @@ class Admission:
                 "removed in a future release of Kubeflow Trainer. See runtime deprecation policy: "
                 f"{c.RUNTIME_DEPRECATION_POLICY_URL}"
             )
+        warnings.extend(validation.trainjob_warnings(new, old))
         field_errors = compile_validate(
             new, runtime, old, priority_class_error=self._priority_class_error
         )

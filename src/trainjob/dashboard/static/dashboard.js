@@ -41,6 +41,28 @@ const TJ = (() => {
     return "/jobs/" + encodeURIComponent(ns) + "/" + encodeURIComponent(name);
   }
 
+  function sweepHref(ns, name) {
+    return "/sweeps/" + encodeURIComponent(ns) + "/" + encodeURIComponent(name);
+  }
+
+  const DECIMAL = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i;
+  function number(v, digits) {
+    // A metric's value as a person reads it, the one formatter of every value the pages show:
+    // the shortest decimal of the value at `digits` significant digits (15 unless told: all a
+    // double holds faithfully, so 0.9 and not 0.8999999999999999, 1e-7 and 12.5 as they are);
+    // a value that is not a decimal number (nan, "n/a") as it came.
+    if (v === null || v === undefined) return "";
+    const x = typeof v === "number" ? v : DECIMAL.test(String(v)) ? Number(v) : NaN;
+    if (!isFinite(x)) return String(v);
+    return String(+x.toPrecision(digits || 15));
+  }
+  function tick(v) {
+    // An axis label: 0.0001 as 1e-4, 12345 as 1.23e+4, the rest as number(v, 4).
+    if (v === null || v === undefined) return "";
+    const a = Math.abs(v);
+    return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(2).replace(/\.?0+e/, "e") : number(v, 4);
+  }
+
   let skew = 0; // server clock minus this browser's, from each answer's "now"
   function setNow(now) {
     const t = Date.parse(now);
@@ -129,9 +151,9 @@ const TJ = (() => {
   document.addEventListener("DOMContentLoaded", () => {
     const page = document.body.dataset.page;
     for (const a of document.querySelectorAll("[data-nav]")) {
-      if (a.dataset.nav === page || (page === "job" && a.dataset.nav === "jobs")) a.classList.add("here");
+      if (a.dataset.nav === page || ((page === "job" || page === "sweep") && a.dataset.nav === "jobs")) a.classList.add("here");
     }
   });
 
-  return { h, fill, api, jobHref, setNow, age, eta, duration, phaseBadge, progressBar, table, confirm, flash, live, stream, setBackend };
+  return { h, fill, api, jobHref, sweepHref, number, tick, setNow, age, eta, duration, phaseBadge, progressBar, table, confirm, flash, live, stream, setBackend };
 })();

@@ -26,13 +26,6 @@
     return isNaN(t) || isNaN(t0) ? i : (t - t0) / 1000;
   }
 
-  function num(v) {
-    // An axis label: 0.0001 as 1e-4, 12345 as 1.23e+4, the rest with up to 4 significant digits.
-    if (v === null || v === undefined) return "";
-    const a = Math.abs(v);
-    return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(2).replace(/\.?0+e/, "e") : String(+v.toPrecision(4));
-  }
-
   function metricNames() {
     const names = new Set();
     const key = stepKey();
@@ -67,7 +60,7 @@
           width: Math.min(560, Math.max(320, box.clientWidth / 2 - 24)), height: 220,
           scales: { x: { time: false } },
           series: [{ label: xLabel }, { label: m, stroke: "#2563eb", width: 2, points: { show: xs.length < 60 } }],
-          axes: [{ label: xLabel }, { size: 64, values: (u, vals) => vals.map(num) }],
+          axes: [{ label: xLabel }, { size: 64, values: (u, vals) => vals.map(TJ.tick) }],
           legend: { show: false },
         };
         c = { el, plot: typeof uPlot === "function" ? new uPlot(opts, [xs, ys], el) : null };
@@ -137,11 +130,13 @@
     job = j;
     document.title = j.name + " · trainjob";
     const p = j.progressDetail;
-    TJ.fill(sections.head, 
+    TJ.fill(sections.crumbs, h("a", { href: "/" }, "Jobs"), " / ", ns, " / ",
+      j.sweep ? [h("a", { href: TJ.sweepHref(ns, j.sweep) }, j.sweep), " / "] : null, name);
+    TJ.fill(sections.head,
       h("h1", {}, j.name, " ", TJ.phaseBadge(j.phase, j.reason)),
       actions(j));
     TJ.fill(sections.summary, kv([
-      ["Namespace", j.namespace], ["Runtime", j.runtime], ["Phase", j.phase + (j.reason ? " (" + j.reason + ")" : "")],
+      ["Namespace", j.namespace], ["Sweep", j.sweep ? h("a", { href: TJ.sweepHref(j.namespace, j.sweep), id: "sweep-link" }, j.sweep) : null], ["Runtime", j.runtime], ["Phase", j.phase + (j.reason ? " (" + j.reason + ")" : "")],
       ["Message", j.message], ["Nodes", j.nodes === null ? "runtime's default" : j.nodes], ["Restarts", j.restarts],
       ["Created", j.created], ["Started", j.started], ["Completed", j.completed], ["Age", TJ.age(j.created)],
       ...j.outputs.map((o, i) => [i ? "" : "Output", o.location + (o.description ? "  (" + o.description + ")" : "")]),
@@ -149,7 +144,7 @@
     ]));
     TJ.fill(sections.progress, 
       p ? kv([["Progress", TJ.progressBar(p.percent)], ["ETA", TJ.eta(p.eta)], ["Updated", p.updated]]) : h("p", { class: "muted" }, "No progress reported yet."),
-      p && Object.keys(p.metrics).length ? TJ.table(["Metric", "Value"], Object.entries(p.metrics).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", { class: "num" }, v))), { class: "metrics" }) : null);
+      p && Object.keys(p.metrics).length ? TJ.table(["Metric", "Value"], Object.entries(p.metrics).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", { class: "num", title: v }, TJ.number(v)))), { class: "metrics" }) : null);
     TJ.fill(sections.phases, ...phases(j.timeline));
     TJ.fill(sections.conditions, j.conditions.length ? TJ.table(["Type", "Status", "Reason", "Message", "Last transition"],
       j.conditions.map((c) => h("tr", {}, h("td", {}, c.type), h("td", {}, c.status), h("td", {}, c.reason), h("td", { class: "msg" }, c.message), h("td", {}, c.time)))) : h("p", { class: "muted" }, "None."));
@@ -229,6 +224,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     const main = document.getElementById("main");
     sections.head = h("div", { class: "head", id: "head" }, h("h1", {}, name));
+    sections.crumbs = h("p", { class: "crumbs", id: "crumbs" }, h("a", { href: "/" }, "Jobs"), " / ", ns, " / ", name);
     const logBar = h("div", { class: "logbar" },
       h("label", {}, "Step ", h("select", { id: "log-step", onchange: (e) => openLog(e.target.value) })),
       h("label", {}, h("input", { type: "checkbox", id: "log-follow", checked: true, onchange: () => logStep && openLog(logStep) }), " follow"),
@@ -237,7 +233,7 @@
       h("button", { type: "button", "data-yaml": "yaml", onclick: () => showText("yaml") }, "TrainJob"),
       h("button", { type: "button", "data-yaml": "plan", onclick: () => showText("plan") }, "Plan"));
     TJ.fill(main, 
-      h("p", { class: "crumbs" }, h("a", { href: "/" }, "Jobs"), " / ", ns, " / ", name),
+      sections.crumbs,
       sections.head,
       h("div", { class: "grid" }, section("summary", "Summary"), section("progress", "Progress")),
       section("curves", "Metrics", h("p", { class: "muted", id: "curves-empty" }, "No metric reported yet: the curves grow as the job reports (trainjob.update_trainjob_status).")),

@@ -1,5 +1,6 @@
 // The Jobs page: every job's row, kept live by /api/jobs/stream (rows that change are replaced
-// in place; nothing reloads), with filters by namespace, phase and runtime kept in the URL.
+// in place; nothing reloads), with filters by namespace, phase and runtime kept in the URL; above
+// them the sweeps (OptimizationJobs, /api/sweeps), each linking to its page, when there are any.
 "use strict";
 
 (() => {
@@ -13,7 +14,7 @@
 
   const key = (r) => r.namespace + "/" + r.name;
   // A reported value as the table shows it: 4 significant digits when it is a number.
-  const short = (v) => { const x = Number(v); return v !== "" && isFinite(x) ? String(+x.toPrecision(4)) : v; };
+  const short = (v) => TJ.number(v, 4);
 
   function cells(r) {
     return [
@@ -94,12 +95,46 @@
     const search = h("input", { type: "search", id: "filter-q", placeholder: "name contains…", value: filters.q, oninput: (e) => setFilter("q", e.target.value) });
     tbody = h("tbody", { id: "jobs" });
     TJ.fill(main, 
+      h("section", { class: "sweeps", id: "sweeps-section", hidden: true },
+        h("h2", {}, "Sweeps"),
+        h("table", { class: "sweeps" },
+          h("thead", {}, h("tr", {}, ["Namespace", "Name", "Phase", "Trials", "Objective", "Best", "Best trial", "Algorithm", "Age"].map((x) => h("th", {}, x)))),
+          h("tbody", { id: "sweeps" }))),
       h("h1", {}, "Jobs"),
       h("div", { class: "filters" }, sel("namespace", "Namespace"), phase, sel("runtime", "Runtime"), search, count),
       h("table", { class: "jobs" },
         h("thead", {}, h("tr", {}, ["Namespace", "Name", "Runtime", "Phase", "Progress", "ETA", "Loss", "Nodes", "Restarts", "Age"].map((x) => h("th", {}, x)))),
         tbody),
       h("p", { class: "muted empty", id: "empty", hidden: true }, "No jobs yet: trainjob run -f job.yaml"));
+  }
+
+  // -- sweeps (OptimizationJobs): their own table above the jobs, read again every few seconds --
+
+  function sweepCells(r) {
+    return [
+      h("td", { class: "ns" }, r.namespace),
+      h("td", { class: "name" }, h("a", { href: TJ.sweepHref(r.namespace, r.name) }, r.name)),
+      h("td", { class: "phase-cell" }, TJ.phaseBadge(r.phase, r.reason)),
+      h("td", { class: "trials num" }, r.finished + "/" + r.numTrials),
+      h("td", { class: "objective" }, r.metric + " (" + r.direction + ")"),
+      h("td", { class: "best num", title: r.bestObjective }, r.bestObjective === null ? "" : TJ.number(r.bestObjective)),
+      h("td", { class: "best-trial" }, r.best ? h("a", { href: TJ.jobHref(r.namespace, r.best) }, r.best) : ""),
+      h("td", { class: "algorithm" }, r.algorithm),
+      h("td", { class: "age", "data-created": r.created }, TJ.age(r.created)),
+    ];
+  }
+
+  async function readSweeps() {
+    let d;
+    try {
+      d = await TJ.api("/api/sweeps");
+    } catch (e) {
+      return; // the jobs' stream says when the backend is away
+    }
+    const shownSweeps = d.sweeps.filter((r) => !filters.namespace || r.namespace === filters.namespace);
+    TJ.fill(document.getElementById("sweeps"), ...shownSweeps.map((r) =>
+      h("tr", { "data-key": r.namespace + "/" + r.name, "data-phase": r.phase }, sweepCells(r))));
+    document.getElementById("sweeps-section").hidden = shownSweeps.length === 0;
   }
 
   function empty() {
@@ -126,6 +161,8 @@
         empty();
       },
     });
+    readSweeps();
+    setInterval(() => { if (!document.hidden) readSweeps(); }, 3000);
     setInterval(() => {
       for (const td of tbody.querySelectorAll("td.age")) td.textContent = TJ.age(td.dataset.created);
     }, 1000);

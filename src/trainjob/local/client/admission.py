@@ -20,7 +20,7 @@ from trainjob.api.base import to_dict
 from trainjob.api.trainer import Runtime, TrainJob
 from trainjob.errors import ConfigError, FieldError, InvalidError
 from trainjob.executor import catalog
-from trainjob.local.client import limits
+from trainjob.local.client import limits, workspaces
 from trainjob.local.client import runtimes as local_runtimes
 from trainjob.local.job import jobset_rules, mpi, pods
 from trainjob.local.job import runner as runners
@@ -67,6 +67,7 @@ def prepare(
         private, public = sshkeys.generate_ssh_key_pair()
         options = CompileOptions(ssh_private_key=private, ssh_public_key=public)
     plan = local_plan(compile(tj, runtime, options, validated=True))  # admit validated it
+    plan = workspaces.adapt(plan, home, {"metadata": {"annotations": meta.annotations or {}}})
     limits.check(plan, tj)
     run_dir = os.path.abspath(cwd or os.getcwd())
     runtime_dict = to_dict(runtime)

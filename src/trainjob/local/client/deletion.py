@@ -61,6 +61,19 @@ def delete(store: Store, home: Path, row: JobRow, *, purge: bool = False) -> Non
             with contextlib.suppress(OSError):  # the job's folder, once no run is left
                 run_dir.parent.rmdir()
     store.delete_job(namespace, name, row.uid)
+    _release_workspace(store, home, row)
+
+
+def _release_workspace(store: Store, home: Path, row: JobRow) -> None:
+    """The job's workspace copy, unless another job shares it (:mod:`trainjob.local.client.workspaces`)."""
+    from trainjob.local.client import workspaces
+
+    try:
+        workspaces.release(home, store, json.loads(row.trainjob))
+    except (ValueError, TypeError, OSError) as e:  # a damaged row; a copy that cannot go yet
+        log.warning(
+            "warning: the workspace of %s/%s was not removed: %s", row.namespace, row.name, e
+        )
 
 
 def longest_grace(row: JobRow) -> float:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the models (pydantic) and the compiler load when a job is s
     import logging
 
     from trainjob.api.trainer import Runtime, TrainJob
+    from trainjob.workspace.pack import Snapshot
 
 __all__ = ["DEFAULT_NAMESPACE", "LocalExecutor"]
 
@@ -85,9 +86,17 @@ class LocalExecutor(Executor):
     # -- jobs ---------------------------------------------------------------------------------
 
     def submit(
-        self, trainjob: TrainJob, runtimes: Sequence[Runtime] = (), *, cwd: str | None = None
+        self,
+        trainjob: TrainJob,
+        runtimes: Sequence[Runtime] = (),
+        *,
+        cwd: str | None = None,
+        workspace: Snapshot | None = None,
     ) -> TrainJob:
         """Validate, compile, store and start ``trainjob``; return it as stored.
+
+        ``workspace``: the snapshot the TrainJob's annotations name, unpacked once per digest
+        under the home (:mod:`trainjob.local.client.workspaces`) before the job is checked.
 
         ``runtimes`` are looked up before the stored and built-in ones. ``cwd`` is where the
         containers' commands run (default: this process's working directory). Raises
@@ -98,6 +107,10 @@ class LocalExecutor(Executor):
         from trainjob.local.client import admission
         from trainjob.local.client.launch import start_supervisor
 
+        if workspace is not None:
+            from trainjob.local.client import workspaces
+
+            workspaces.stage(self.home, workspace, self.store)
         tj, runtime_dict, plan, run_dir, first_pods = admission.prepare(
             self.home, self.store, self.runner, trainjob, runtimes, cwd
         )

@@ -5,7 +5,7 @@ store written by an older trainjob is read, once upgraded, with nothing lost.
 Versions: 2 added ``pods.ready``; 3 ``jobs.runner`` (how its pods run); 4 the listing's columns
 (:data:`trainjob.local.state.rows.DERIVED_COLS`), filled in from each job's JSON on upgrade, and
 ``jobs.whole`` with the triggers that keep it (:data:`TRIGGERS`); 5 the ``optimizationjobs``
-table (sweeps: :mod:`trainjob.local.sweep_store`), which ``CREATE TABLE IF NOT EXISTS`` adds."""
+table (sweeps: :mod:`trainjob.local.client.sweep_store`), which ``CREATE TABLE IF NOT EXISTS`` adds."""
 
 from __future__ import annotations
 

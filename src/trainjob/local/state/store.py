@@ -208,7 +208,7 @@ class Store:
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``), SQLite's errors as this store's: for a
-        table kept by a module of its own (the sweeps', :mod:`trainjob.local.sweep_store`)."""
+        table kept by a module of its own (the sweeps', :mod:`trainjob.local.client.sweep_store`)."""
         return self._tx()
 
     def read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -21,6 +21,7 @@ from trainjob.runtime.plugins import (
     torch,
     trainjobstatus,
     volcano,
+    workspace,
     xgboost,
 )
 
@@ -35,5 +36,6 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     flux.NAME: flux.Flux,
     trainjobstatus.NAME: trainjobstatus.TrainJobStatus,  # before JobSet: it edits the trainer
     resume.NAME: resume.Resume,  # before JobSet: it edits the trainer (controller only)
+    workspace.NAME: workspace.Workspace,  # before JobSet: it edits the trainer
     jobset.NAME: jobset.JobSet,
 }

@@ -7,7 +7,8 @@
   labels, ``suspend``, and a controller ownerReference to the TrainJob.
 * ``validate``: initializer jobs/containers/volume mounts exist; patches (and the v2.0/v2.1
   overrides) target jobs and containers of the runtime template as written, before any patch, and
-  do not set envs of the reserved containers; on update, ``runtimePatches`` change only when the
+  do not set envs of the reserved containers; the names JobSet will give the Jobs and pods are
+  DNS-1035 labels (so no more than 63 characters); on update, ``runtimePatches`` change only when the
   TrainJob is suspended before or after, v2.1 ``podTemplateOverrides`` only when it is suspended
   (whether the JobSet still runs is checked by the admission webhook, which can read it).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from trainjob.api import constants as c
+from trainjob.api import meta
 from trainjob.api.base import to_dict
 from trainjob.api.jobset import API_VERSION as JOBSET_API_VERSION
 from trainjob.api.trainer import DatasetInitializer, PodSpecOverride, PodSpecPatch, TrainJob
@@ -32,6 +34,14 @@ RUNTIME_REF_PATH = "spec.runtimeRef"
 RUNTIME_PATCHES_PATH = "spec.runtimePatches"
 POD_SPEC_OVERRIDES_PATH = "spec.podSpecOverrides"
 POD_TEMPLATE_OVERRIDES_PATH = "spec.podTemplateOverrides"
+
+# JobSet's webhook's messages (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go).
+JOB_NAME_TOO_LONG = (
+    "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
+)
+POD_NAME_TOO_LONG = (
+    "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters"
+)
 
 # What a patch or a legacy override sets on one job's pods (containers and init containers).
 PodSpecLike = PodSpecPatch | PodSpecOverride
@@ -183,7 +193,53 @@ class JobSet:
         errors.extend(_validate_overrides(new, known))
         errors.extend(_validate_patches(new, known))
         errors.extend(_validate_patch_mutation(old, new))
+        errors.extend(_validate_generated_names(info, new))
         return errors
+
+
+def _validate_generated_names(info: Info, trainjob: TrainJob) -> list[FieldError]:
+    """The names JobSet gives its Jobs (``<trainjob>-<job>-<index>``) and their pods (``...-<pod
+    index>-<5 random characters>``) must be DNS-1035 labels: JobSet's webhook refuses the JobSet
+    otherwise (its messages), which upstream leaves to every reconcile; here the TrainJob is
+    refused before anything is made or run. A trainer job's pod index is counted from
+    ``numNodes`` when set (the most pods any ML policy gives it)."""
+    name = trainjob.metadata.name
+    if not name or meta.dns1035_label(name):
+        return []  # generateName (named by the apiserver before admission), or already refused
+    errors: list[FieldError] = []
+    trainer = trainjob.spec.trainer
+    for ps in info.pod_sets:
+        if meta.dns1035_label(ps.name):
+            errors.append(
+                FieldError.invalid(
+                    RUNTIME_REF_PATH,
+                    trainjob.spec.runtime_ref,
+                    f'must have replicatedJob names that are DNS-1035 labels: "{ps.name}": '
+                    + "; ".join(meta.dns1035_label(ps.name)),
+                )
+            )
+            continue
+        replicas = 1 if ps.ancestor in c.ANCESTORS else ps.rjob.get("replicas", 1)
+        count = ps.count
+        if ps.ancestor == c.ANCESTOR_TRAINER and trainer is not None and trainer.num_nodes:
+            count = max(count, trainer.num_nodes)
+        job = f"{name}-{ps.name}-{max(int(replicas) - 1, 0)}"
+        pod = f"{job}-{max(count - 1, 0)}-xxxxx"  # and 5 random characters
+        for what, generated, message in (
+            ("job", job, JOB_NAME_TOO_LONG),
+            ("pod", pod, POD_NAME_TOO_LONG),
+        ):
+            if len(generated) > meta.MAX_LABEL:
+                errors.append(
+                    FieldError.invalid(
+                        "metadata.name",
+                        name,
+                        f'{message} (replicatedJob "{ps.name}": {what} "{generated}", '
+                        f"{len(generated)} characters): shorten the TrainJob's name",
+                    )
+                )
+                break
+    return errors
 
 
 def _initializer(ctr: Obj | None, cfg: DatasetInitializer) -> None:

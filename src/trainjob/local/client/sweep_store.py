@@ -7,7 +7,7 @@ the status's conditions, for listings), where its trials' commands run (``cwd``)
 (a JSON list, the newest :data:`MAX_EVENTS`) and the supervisor's pid and start time (for the
 liveness check that starts a new one). Every write is one transaction of the shared
 :class:`~trainjob.local.state.store.Store`; a supervisor writes only the rows of its own ``uid``.
-Used by :mod:`trainjob.local.sweeps` (the client side) and :mod:`trainjob.local.sweep_supervisor`.
+Used by :mod:`trainjob.local.client.sweeps` (the client side) and :mod:`trainjob.local.client.sweep_supervisor`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Creating checks the job (its fields; that its first trial would be admitted here, so a bad
 template is refused before anything starts), stores it in the SQLite store's
-``optimizationjobs`` table (:mod:`trainjob.local.sweep_store`) and starts a detached sweep
-supervisor (:mod:`trainjob.local.sweep_supervisor`) that runs the loop until the job finishes.
+``optimizationjobs`` table (:mod:`trainjob.local.client.sweep_store`) and starts a detached sweep
+supervisor (:mod:`trainjob.local.client.sweep_supervisor`) that runs the loop until the job finishes.
 Every read checks that a live job's supervisor still runs and starts another one when it does
 not (killed, the machine rebooted): the loop is level-triggered, so the new one picks up where
 the old one was, no trial lost or made twice. The container backend is this one with a
@@ -30,16 +30,17 @@ from trainjob.errors import ConfigError, FieldError, InvalidError, NotFoundError
 from trainjob.executor import sweeps
 from trainjob.executor.model import Event
 from trainjob.executor.sweeps import SweepExecutor
-from trainjob.local import sweep_store
+from trainjob.local.client import sweep_store
 from trainjob.local.client.executor import DEFAULT_NAMESPACE, LocalExecutor
+from trainjob.local.client.sweep_store import SweepRow
 from trainjob.local.state import files, procs
 from trainjob.local.state import home as homes
-from trainjob.local.sweep_store import SweepRow
 
 if TYPE_CHECKING:
     import subprocess
 
     from trainjob.api.optimization import OptimizationJob
+    from trainjob.workspace.pack import Snapshot
 
 START_GRACE = 30.0  # seconds a stored job may wait for its first supervisor
 
@@ -69,7 +70,9 @@ class LocalSweepExecutor(SweepExecutor):
     def trials(self) -> LocalExecutor:
         return self._trials
 
-    def create(self, job: OptimizationJob, *, cwd: str | None = None) -> OptimizationJob:
+    def create(
+        self, job: OptimizationJob, *, cwd: str | None = None, workspace: Snapshot | None = None
+    ) -> OptimizationJob:
         """Check, store and start ``job``; the job as stored. InvalidError (its fields, or its
         first trial's), NotFoundError (the trials' runtime), ConfigError, AlreadyExistsError."""
         from trainjob.api.optimization import parse_optimization_job
@@ -87,6 +90,10 @@ class LocalSweepExecutor(SweepExecutor):
         meta.generation = meta.generation or 1
         job.status = None
         run_dir = os.path.abspath(cwd or os.getcwd())
+        if workspace is not None:  # one copy for every trial, kept while the job is stored
+            from trainjob.local.client import workspaces
+
+            workspaces.stage(self.home, workspace, self.store)
         first = template.render_trial(job, 0, sample_values(job.spec.parameters))
         self._trials.check(first, cwd=run_dir)
         row = SweepRow(
@@ -109,7 +116,7 @@ class LocalSweepExecutor(SweepExecutor):
             raise ConfigError(f"cannot start the local sweep supervisor: {e}") from e
         # The first pass here, while the supervisor loads: the first trials start now (a pass
         # is level-triggered: the supervisor's next one finds them made).
-        from trainjob.local.sweep_supervisor import sync_and_write
+        from trainjob.local.client.sweep_supervisor import sync_and_write
         from trainjob.optimizer.driver import Driver
 
         sync_and_write(self.store, Driver(self._trials, cwd=run_dir), job, {})
@@ -145,7 +152,7 @@ class LocalSweepExecutor(SweepExecutor):
 
         d = files.private_dirs(self.home, sweep_dir(self.home, row.namespace, row.name))
         argv = [
-            sys.executable, "-m", "trainjob.local.sweep_supervisor", "--home", str(self.home),
+            sys.executable, "-m", "trainjob.local.client.sweep_supervisor", "--home", str(self.home),
             "--namespace", row.namespace, "--name", row.name, "--uid", row.uid,
         ]  # fmt: skip
         out = files.open_private(d / "supervisor.log")

@@ -1,7 +1,7 @@
 """The per-sweep supervisor: runs one OptimizationJob's loop on this machine until it finishes.
 
-Started detached (own session) by :mod:`trainjob.local.sweeps` as
-``python -m trainjob.local.sweep_supervisor --home H --namespace NS --name N --uid UID``, it
+Started detached (own session) by :mod:`trainjob.local.client.sweeps` as
+``python -m trainjob.local.client.sweep_supervisor --home H --namespace NS --name N --uid UID``, it
 outlives the client, as a TrainJob's supervisor does. Each pass is the generic driver's
 (:class:`trainjob.optimizer.driver.Driver`) over the local executor (trials as processes, or
 containers with the job's ``runner``): its trials are ordinary TrainJobs with supervisors of
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainjob.core import times
 from trainjob.executor import sweeps
-from trainjob.local import sweep_store
+from trainjob.local.client import sweep_store
 from trainjob.local.state import home as homes
 from trainjob.local.state.store import Store
 
@@ -173,7 +173,7 @@ def events_of(p: Pass, name: str) -> list[dict[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainjob.local.sweep_supervisor")
+    parser = argparse.ArgumentParser(prog="python -m trainjob.local.client.sweep_supervisor")
     parser.add_argument("--home", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--name", required=True)
