@@ -298,6 +298,16 @@ def test_the_cli_runs_lists_describes_and_deletes_a_sweep_on_the_cluster(
 
     manifest = tmp_path / "sweep.yaml"
     manifest.write_text(yaml.safe_dump(sweep("cli", namespace)))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "train.py").write_text("print('loss=0.1')\n")
+    # A folder snapshot: the trials find it in S3 only (a ConfigMap is one TrainJob's), so
+    # without an s3:// place it is refused before anything is created, with the fix.
+    refused = cli(control_plane, "run", "-f", str(manifest), "-n", namespace, "--workdir", str(src))
+    assert refused.returncode != 0
+    assert "give it an s3:// place (--workdir-uri s3://bucket/prefix" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert kube.get_or_none(r.OPTIMIZATION_JOBS, "cli", namespace) is None
     made = cli(control_plane, "run", "-f", str(manifest), "-n", namespace)
     assert made.returncode == 0, made.stderr
     wait_for(lambda: len(trials(kube, "cli", namespace)) == 2, what="two trials")

@@ -16,16 +16,20 @@ from __future__ import annotations
 import builtins
 import contextlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainjob.api import constants as c
 from trainjob.api.optimization import OptimizationJob, parse_optimization_job
 from trainjob.cluster import state as cs
 from trainjob.cluster.executor import KubernetesExecutor
-from trainjob.errors import NotFoundError
+from trainjob.errors import ConfigError, NotFoundError
 from trainjob.executor import sweeps
 from trainjob.executor.model import Event
 from trainjob.kube import resources as r
+
+if TYPE_CHECKING:
+    from trainjob.api.trainer import TrainJob
+    from trainjob.workspace.pack import Snapshot
 
 Obj = dict[str, Any]
 
@@ -44,8 +48,12 @@ class KubernetesSweepExecutor(sweeps.SweepExecutor):
     def trials(self) -> KubernetesExecutor:
         return self._trials
 
-    def create(self, job: OptimizationJob, *, cwd: str | None = None) -> OptimizationJob:
-        """Check ``job`` and its first trial, create the CR; the job as the apiserver stored it."""
+    def create(
+        self, job: OptimizationJob, *, cwd: str | None = None, workspace: Snapshot | None = None
+    ) -> OptimizationJob:
+        """Check ``job`` and its first trial, create the CR; the job as the apiserver stored it.
+        ``workspace`` (``run --workdir``): stored once where every trial finds it, an ``s3://``
+        object (:func:`_store_workspace`)."""
         from trainjob.api.optimization_validation import sample_values
         from trainjob.optimizer import template
 
@@ -65,7 +73,31 @@ class KubernetesSweepExecutor(sweeps.SweepExecutor):
                 f"(spec.trainJobTemplate.spec.runtimeRef) must be created before the "
                 f"OptimizationJob"
             )
-        return _job(self.kube.create(r.OPTIMIZATION_JOBS, job.to_dict(), ns, field_manager=None))
+        body = job.to_dict()
+        if workspace is not None:
+            self._store_workspace(body, first, workspace)
+        return _job(self.kube.create(r.OPTIMIZATION_JOBS, body, ns, field_manager=None))
+
+    def _store_workspace(self, body: Obj, first: TrainJob, workspace: Snapshot) -> None:
+        """The snapshot in S3: at the template's URI annotation, else under the trials'
+        runtime's prefix (the annotation set to it). A TrainJob's ConfigMap is owned by that
+        TrainJob, which the controller makes later, so a sweep's snapshot needs an S3 place;
+        without one, ConfigError with the fix, before anything is created."""
+        from trainjob.cluster import workspaces
+        from trainjob.workspace import names, s3
+
+        template = body["spec"]["trainJobTemplate"]
+        notes = template.setdefault("metadata", {}).setdefault("annotations", {})
+        if not notes.get(names.URI):
+            prefix = workspaces.runtime_uri(self._trials._runtime(first, ()))
+            if not prefix:
+                raise ConfigError(
+                    f"workspace {workspace.source}: an OptimizationJob's trials on a cluster find "
+                    "their snapshot in S3 only (a ConfigMap is one TrainJob's): give it an "
+                    "s3:// place (--workdir-uri s3://bucket/prefix, Workspace(storage_uri=...))"
+                )
+            notes[names.URI] = s3.object_uri(prefix, workspace.digest)
+        workspaces.before_create(template, workspace)
 
     def get(self, name: str, namespace: str) -> OptimizationJob:
         return _job(self.kube.get(r.OPTIMIZATION_JOBS, name, namespace))
