@@ -62,6 +62,8 @@ class Trainer(ApiModel):
     resources_per_node: ResourceRequirements | None = None
     # v2.2+: an integer. v2.0/v2.1 also took "auto", "cpu" or "gpu".
     num_proc_per_node: int | str | None = None
+    # KEP-2903: elastic PyTorch; narrows the runtime's ``mlPolicy.torch.elasticPolicy``.
+    elastic_policy: ElasticPolicy | None = None
 
 
 class ContainerPatch(K8sModel):
@@ -218,7 +220,9 @@ class TrainJob(ApiModel):
 
 
 class ElasticPolicy(K8sModel):
-    """v2.0/v2.1 ``torch.elasticPolicy``: kept as written for elastic training later."""
+    """KEP-2903 elasticPolicy: the node range of torchrun's rendezvous, metrics for an HPA."""
+
+    # maxRestarts (v2.0/v2.1) is torchrun's restart budget; metrics are autoscaling/v2 MetricSpecs.
 
     max_restarts: Int32 | None = None
     min_nodes: Int32 | None = None

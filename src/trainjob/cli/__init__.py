@@ -55,7 +55,8 @@ TARGET = Target()
 
 # Command modules, imported for their side effect of registering commands on ``app``.
 COMMAND_MODULES = (
-    "plan", "run", "jobs", "get", "describe", "controller", "crds", "completion", "dashboard",
+    "plan", "run", "jobs", "scale", "get", "describe", "controller", "crds", "completion",
+    "dashboard",
 )  # fmt: skip
 
 COMMANDS = {
@@ -69,6 +70,7 @@ COMMANDS = {
     "resume": "jobs",
     "delete": "jobs",
     "apply": "jobs",
+    "scale": "scale",
     "controller": "controller",
     "crds": "crds",
     "completion": "completion",

@@ -154,7 +154,8 @@ def trainer(value: Any) -> None:
             f"ConfigTrainer, got {_got(value)}"
         )
     what = type(value).__name__
-    _optional_int(value.num_nodes, f"{what} num_nodes", minimum=0)  # 0: the runtime's number
+    if not isinstance(value.num_nodes, types.ElasticPolicy):  # checked where it is turned into YAML
+        _optional_int(value.num_nodes, f"{what} num_nodes", minimum=0)  # 0: the runtime's number
     resources(value.resources_per_node, f"{what} resources_per_node")
     env(value.env, f"{what} env")
 

@@ -224,6 +224,15 @@ class TrainerClient:
                 callbacks=[progress, *(callbacks or ())] if progress else list(callbacks or ()),
             )
 
+    def scale_job(self, name: str, num_nodes: int) -> types.TrainJob:
+        """Set the node count of an elastic TrainJob (one trained with ``num_nodes=
+        ElasticPolicy(...)``), within its ``min_nodes``..``max_nodes``: new nodes join the
+        others at their next rendezvous; stopped ones leave it (docs/elastic.md)."""
+        arguments.name(name)
+        if not isinstance(num_nodes, int) or isinstance(num_nodes, bool):
+            raise TypeError(f"num_nodes must be an int, not {type(num_nodes).__name__}")
+        return self.backend.scale_job(name=name, num_nodes=num_nodes)
+
     def delete_job(self, name: str, purge: bool = False) -> None:
         """Delete the TrainJob, its processes or pods, and its logs. Its outputs (``get_job(name).
         outputs``: the LLM trainer's output_dir, checkpoints, the initializers' downloads) stay

@@ -17,7 +17,7 @@ from typing import Any
 
 from trainjob.client import constants as c
 from trainjob.client import function, runtimes, types
-from trainjob.client.trainer_fields import env_list, num_nodes
+from trainjob.client.trainer_fields import env_list, node_fields
 from trainjob.local.state import home as homes
 
 _PIP = "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install"
@@ -205,8 +205,7 @@ def custom_trainer(
     """``spec.trainer`` for a CustomTrainer or CustomTrainerContainer (``venv``: see
     :func:`function_command`)."""
     out: dict[str, Any] = {}
-    if (nodes := num_nodes(trainer.num_nodes)) is not None:
-        out["numNodes"] = nodes
+    out.update(node_fields(trainer.num_nodes))
     if trainer.resources_per_node:
         out["resourcesPerNode"] = runtimes.resources_per_node(trainer.resources_per_node)
     if isinstance(trainer, types.CustomTrainer):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainjob.client.trainers import ElasticPolicy
+
 
 def env_list(env: dict[str, str] | None) -> list[dict[str, str]] | None:
     """``{"A": "1"}`` -> ``[{"name": "A", "value": "1"}]``; names as Kubernetes accepts them
@@ -35,6 +37,33 @@ def num_nodes(value: Any) -> int | None:
     if value is None or (value == 0 and not isinstance(value, bool)):
         return None
     return positive("num_nodes", value)
+
+
+def node_fields(value: Any) -> dict[str, Any]:
+    """``numNodes`` or ``elasticPolicy`` of ``spec.trainer`` for a trainer's ``num_nodes`` (an
+    int or an :class:`~trainjob.client.trainers.ElasticPolicy`); empty for the runtime's."""
+    if not isinstance(value, ElasticPolicy):
+        nodes = num_nodes(value)
+        return {} if nodes is None else {"numNodes": nodes}
+    policy: dict[str, Any] = {
+        "minNodes": positive("ElasticPolicy min_nodes", value.min_nodes),
+        "maxNodes": positive("ElasticPolicy max_nodes", value.max_nodes),
+    }
+    if value.max_nodes < value.min_nodes:
+        raise ValueError(
+            f"ElasticPolicy max_nodes ({value.max_nodes}) must be greater than or equal to "
+            f"min_nodes ({value.min_nodes})"
+        )
+    if value.max_restarts is not None:
+        if not isinstance(value.max_restarts, int) or value.max_restarts < 0:
+            raise ValueError(
+                f"ElasticPolicy max_restarts must be a non-negative integer, "
+                f"got {value.max_restarts!r}"
+            )
+        policy["maxRestarts"] = value.max_restarts
+    if value.metrics:
+        policy["metrics"] = [dict(m) for m in value.metrics]
+    return {"elasticPolicy": policy}
 
 
 def positive(field: str, value: Any) -> int:

@@ -17,6 +17,26 @@ from trainjob.client import constants
 
 
 @dataclass
+class ElasticPolicy:
+    """An elastic node count (KEP-2903), given as a trainer's ``num_nodes``.
+
+    Args:
+        min_nodes: The fewest nodes the job trains on; below it the job fails.
+        max_nodes: The most nodes; the job starts with this many.
+        max_restarts: torchrun's restart budget per node (each membership change costs one).
+        metrics: autoscaling/v2 ``MetricSpec`` dicts for a HorizontalPodAutoscaler (a cluster's).
+
+    ``CustomTrainer(func=train, num_nodes=ElasticPolicy(min_nodes=2, max_nodes=4))`` runs the
+    function under torchrun's elastic agent (see docs/elastic.md for what the function must do).
+    """
+
+    min_nodes: int
+    max_nodes: int
+    max_restarts: int | None = None
+    metrics: list[dict[str, Any]] | None = None
+
+
+@dataclass
 class CustomTrainer:
     """Run a self-contained Python function as the training process on every node.
 
@@ -29,7 +49,8 @@ class CustomTrainer:
         packages_to_install: Python packages to ``pip install`` before ``func`` runs.
         pip_index_urls: Package index URLs; the first is ``--index-url``, the others
             ``--extra-index-url``.
-        num_nodes: Number of training nodes (the runtime's number when not set).
+        num_nodes: Number of training nodes (the runtime's number when not set), or an
+            :class:`ElasticPolicy` for an elastic job.
         resources_per_node: Resources of each node, e.g. ``{"cpu": 2, "memory": "4Gi", "gpu": 1}``.
         env: Environment variables added to the training nodes' environment.
 
@@ -43,7 +64,7 @@ class CustomTrainer:
     pip_index_urls: list[str] = field(
         default_factory=lambda: list(constants.DEFAULT_PIP_INDEX_URLS)
     )
-    num_nodes: int | None = None
+    num_nodes: int | ElasticPolicy | None = None
     resources_per_node: dict[str, Any] | None = None
     env: dict[str, str] | None = None
 
@@ -62,7 +83,7 @@ class CustomTrainerContainer:
     """
 
     image: str
-    num_nodes: int | None = None
+    num_nodes: int | ElasticPolicy | None = None
     resources_per_node: dict[str, Any] | None = None
     env: dict[str, str] | None = None
 

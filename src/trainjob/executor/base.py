@@ -140,6 +140,12 @@ class Executor(abc.ABC):
         patch: how a sweep marks the trial it stops, and why (``optimizer.driver``)."""
         raise NotImplementedError(f"the {self.backend} backend cannot annotate a TrainJob")
 
+    def scale(self, name: str, namespace: str, num_nodes: int) -> TrainJob:
+        """Set an elastic job's node count (KEP-2903), within its elasticPolicy's bounds."""
+        from trainjob.errors import TrainJobError
+
+        raise TrainJobError(f"the {self.backend or 'this'} backend cannot scale a TrainJob yet")
+
     @abc.abstractmethod
     def delete(self, name: str, namespace: str, *, purge: bool = False) -> None:
         """Stop the job's pods and remove the job; its outputs (``outputs``) stay unless

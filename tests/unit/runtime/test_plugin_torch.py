@@ -410,6 +410,16 @@ GOLDEN_CASES = [
         [{"jobName": "node", "containerNames": ["preflight"]}],
         id="envInjection into an init container",
     ),
+    pytest.param(
+        "elastic",
+        {
+            "numNodes": 2,
+            "elasticPolicy": {"minNodes": 2, "maxNodes": 4, "maxRestarts": 2},
+            "command": ["torchrun", "train.py"],
+        },
+        None,
+        id="elasticPolicy: torchrun's c10d rendezvous envs (KEP-2903)",
+    ),
 ]
 
 

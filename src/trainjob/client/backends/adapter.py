@@ -199,6 +199,11 @@ class ExecutorBackend(RuntimeBackend):
             return f"{verdict}; {events}" if events else verdict
         return events
 
+    def scale_job(self, name: str, num_nodes: int) -> types.TrainJob:
+        with self._errors(f"scale {c.TRAINJOB_KIND}: {self.namespace}/{name}", name):
+            self.executor.scale(name, self.namespace, num_nodes)
+        return self.get_job(name)
+
     def delete_job(self, name: str, purge: bool = False) -> None:
         with self._errors(f"delete {c.TRAINJOB_KIND}: {self.namespace}/{name}", name):
             if purge:

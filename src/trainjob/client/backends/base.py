@@ -78,6 +78,9 @@ class RuntimeBackend(abc.ABC):
     @abc.abstractmethod
     def delete_job(self, name: str, purge: bool = False) -> None: ...
 
+    def scale_job(self, name: str, num_nodes: int) -> types.TrainJob:
+        raise NotImplementedError(f"{type(self).__name__} cannot scale a TrainJob")
+
     def wait_for_job_status(
         self,
         name: str,

@@ -408,6 +408,16 @@ class LocalExecutor(Executor):
         self.store.update_job(namespace, name, row.uid, trainjob=json.dumps(data))
         return self.get(name, namespace)
 
+    def scale(self, name: str, namespace: str, num_nodes: int) -> TrainJob:
+        """Set an elastic job's ``spec.trainer.numNodes`` (and bump its generation): its
+        supervisor adds or stops nodes (:mod:`trainjob.local.client.scaling`)."""
+        from trainjob.local.client import scaling
+
+        row = self._row(name, namespace)
+        data = scaling.scaled(row, num_nodes)
+        self.store.update_job(namespace, name, row.uid, trainjob=json.dumps(data))
+        return self.get(name, namespace)
+
     def suspend(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> TrainJob:
         """Set ``spec.suspend``: running pods are stopped, the job is Suspended."""
         return self._set_suspend(name, namespace, True)

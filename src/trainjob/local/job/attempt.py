@@ -16,12 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from trainjob.api import constants as c
 from trainjob.core import jobset as js
 from trainjob.core import times
 from trainjob.errors import ConfigError
 from trainjob.executor import model as st
 from trainjob.executor.steps import step_name
-from trainjob.local.job import jobset_rules, mpi, outputs, pods, volumes
+from trainjob.local.job import elastic, jobset_rules, mpi, outputs, pods, volumes
 from trainjob.local.job import runner as runners
 from trainjob.local.job.jobset_rules import Key
 from trainjob.local.job.podrun import PodRun, failure_message, stop_all
@@ -60,6 +61,7 @@ class Attempt:
         self.dirty = True
         self.jobset = jobset_rules.spec_of(plan.jobset)
         self.jobset_name = self.jobset.name
+        self.elastic = elastic.bounds(plan)  # KEP-2903: a lost node shrinks the job
         self.kept = outputs.kept(plan, home, namespace, name, row.created, uid)
         # How pods run: processes here, or containers (trainjob.local.job.runner); the rest of the
         # supervisor is the same for both.
@@ -224,6 +226,11 @@ class Attempt:
                     ready=False,
                 )
                 self.event("Warning", "Failed", what, "Pod", t.name)
+                if self.elastic is not None and t.job == c.JOB_NODE:
+                    self.runs.pop(key, None)
+                    if self._lose_node(t, what):
+                        continue
+                    return  # the job failed: every pod was stopped
                 if not self.first_failure:  # the one the job's Failed message names
                     who = step_name(t.job, t.index, t.job_index)
                     rank = f" (rank {t.index})" if t.job == "node" else ""
@@ -246,6 +253,71 @@ class Attempt:
                         job_name,
                     )
             del self.runs[key]
+
+    def _lose_node(self, t: pods.PodTemplate, what: str) -> bool:
+        """An elastic job's node left (:mod:`trainjob.local.job.elastic`): it leaves the node job;
+        False when that leaves fewer than minNodes and the job failed."""
+        assert self.elastic is not None
+        key = (t.job, t.job_index, t.index)
+        self.templates = [x for x in self.templates if x is not t]
+        del self.rows[key]
+        left = sum(1 for k in self.rows if k[0] == t.job)
+        b = self.elastic
+        self.event(
+            "Warning",
+            elastic.REASON_NODE_LOST,
+            f"node {t.name} left the elastic job ({what}); "
+            f"{left} nodes left (minNodes {b.min_nodes}, maxNodes {b.max_nodes})",
+        )
+        if left < b.min_nodes:
+            self.fail(elastic.REASON_BELOW_MIN_NODES, b.below_min_message(left))
+            return False
+        return True
+
+    def scale_to(self, count: int) -> None:
+        """An elastic job's node count changed (``trainjob scale``): new nodes are created
+        Pending (and join at the next rendezvous), or the highest-indexed ones are stopped."""
+        assert self.elastic is not None
+        b = self.elastic
+        nodes = sorted(k for k in self.rows if k[0] == c.JOB_NODE)
+        if count > len(nodes):
+            used = {k[2] for k in nodes}
+            free = [i for i in range(count + len(used)) if i not in used][: count - len(nodes)]
+            plan = elastic.scaled_plan(self.plan, max(free) + 1)
+            added = [
+                t
+                for t in pods.pod_templates(plan, self.uid, self.restarts)
+                if t.job == c.JOB_NODE and t.index in free
+            ]
+            try:
+                self.runner.add_pods(self.plan, added)
+            except pods.PodConfigError as e:
+                self.event("Warning", elastic.REASON_SCALE_FAILED, str(e))
+                return
+            rows, _ = jobset_rules.pending_rows(
+                added, self.namespace, self.name, self.uid, self.restarts, None
+            )
+            self.templates = [*self.templates, *added]
+            self.rows.update(rows)
+            what = ", ".join(t.name for t in added)
+            reason, message = elastic.REASON_NODE_JOINED, f"added {what}"
+        elif count < len(nodes):
+            gone = nodes[count:]
+            stop_all([self.runs.pop(k) for k in gone if k in self.runs])
+            names = {self.rows[k].pod_name for k in gone}
+            self.templates = [
+                t for t in self.templates if (t.job, t.job_index, t.index) not in gone
+            ]
+            for k in gone:
+                del self.rows[k]
+            reason, message = elastic.REASON_NODE_REMOVED, f"removed {', '.join(sorted(names))}"
+        else:
+            return
+        self.event(
+            "Normal",
+            reason,
+            f"scaled to {count} nodes (minNodes {b.min_nodes}, maxNodes {b.max_nodes}): {message}",
+        )
 
     def _rotate_log(self, t: pods.PodTemplate) -> None:
         logfiles.rotate(

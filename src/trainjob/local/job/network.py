@@ -97,3 +97,21 @@ def network_for(
                     local = free_port()
             ports[(pod.hostname, port)] = local
     return Network(subdomain(plan), tuple(p.hostname for p in pods), ports)
+
+
+def extended(
+    net: Network, pods: list[PodTemplate], free_port: Callable[[], int] | None = None
+) -> Network:
+    """``net`` with pods added (an elastic job's scale up): the others keep their ports, so the
+    new pods reach the same rendezvous endpoint."""
+    ports = dict(net.ports)
+    for pod in pods:
+        for port in _declared_ports(pod.spec):
+            local = port
+            if free_port is not None:
+                local = free_port()
+                while local in ports.values():
+                    local = free_port()
+            ports[(pod.hostname, port)] = local
+    hosts = net.hosts + tuple(p.hostname for p in pods if p.hostname not in net.hosts)
+    return Network(net.subdomain, hosts, ports)

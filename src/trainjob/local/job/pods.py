@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainjob import threads
-from trainjob.local.job import probes
+from trainjob.local.job import elastic, probes
 from trainjob.local.job.commands import (
     ALWAYS,
     BUILTIN_IMAGES,
@@ -143,6 +143,7 @@ def build_pod(
         full_env["JOB_COMPLETION_INDEX"] = str(pod.index)
         full_env.update(extra_env or {})
         full_env.update(env)
+        elastic.rendezvous_env(full_env, pod.index)
         if threads.ENV not in full_env:  # this pod's share of the cores its siblings also use
             full_env[threads.ENV] = str(threads.share(local_processes(pod, objects, full_env)))
         argv = resolve_command(argv, full_env.get("PATH", path), where)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from trainjob import ports
-from trainjob.local.job import mpi, pods
+from trainjob.local.job import mpi, network, pods
 from trainjob.local.job.podrun import PodRun
 from trainjob.runtime.plan import Plan
 
@@ -49,6 +49,11 @@ class PodRunner(Protocol):
 
     def new_attempt(self, plan: Plan, templates: list[pods.PodTemplate]) -> None:
         """A (re)started JobSet: its pods get new endpoints (ports, addresses)."""
+        ...
+
+    def add_pods(self, plan: Plan, templates: list[pods.PodTemplate]) -> None:
+        """Pods added to this attempt (an elastic job's scale up); PodConfigError when this
+        runner cannot add any."""
         ...
 
     def build(
@@ -113,6 +118,10 @@ class ProcessRunner:
 
     def new_attempt(self, plan: Plan, templates: list[pods.PodTemplate]) -> None:
         self.network = pods.network_for(plan, templates, ports.free_port)
+
+    def add_pods(self, plan: Plan, templates: list[pods.PodTemplate]) -> None:
+        """Pods added to this attempt (an elastic job's scale up): endpoints for them."""
+        self.network = network.extended(self.network, templates, ports.free_port)
 
     def build(
         self,

@@ -48,7 +48,7 @@ from trainjob.core import jobset as js
 from trainjob.core import lifetime, times
 from trainjob.executor import model as st
 from trainjob.executor import triage
-from trainjob.local.job import jobset_rules, tracking
+from trainjob.local.job import elastic, jobset_rules, tracking
 from trainjob.local.job.attempt import Attempt
 from trainjob.local.job.reports import Reports
 from trainjob.local.state import home as homes
@@ -119,6 +119,7 @@ class Supervisor(Attempt):
         reports = Reports(self.store, namespace, name, uid)
         super().__init__(home, namespace, name, uid, row, self.plan, self.runtime, reports)
         self.torn_down = False
+        self.generation, _ = elastic.desired(trainjob)  # a new one: `trainjob scale` (elastic)
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -316,6 +317,12 @@ class Supervisor(Attempt):
             for t in self.templates:
                 self._rotate_log(t)  # new pods, new logs (as on a cluster)
             self.new_attempt()
+        if self.elastic is not None and not self.suspended:
+            generation, count = elastic.desired(row.trainjob_dict())
+            if generation != self.generation:
+                self.generation = generation
+                if count is not None:
+                    self.scale_to(count)
         return True
 
     def check_deadline(self) -> None:

@@ -20,7 +20,7 @@ from trainjob.api.base import to_dict
 from trainjob.api.trainer import TrainJob
 from trainjob.errors import FieldError, InvalidError
 from trainjob.runtime.info import Info, Obj, container_resources, num_gpus, upsert_by, upsert_env
-from trainjob.runtime.plugins import torchtune
+from trainjob.runtime.plugins import torch_elastic, torchtune
 from trainjob.runtime.plugins.trainer import reserved_envs_error
 
 NAME = "Torch"
@@ -103,8 +103,10 @@ class Torch:
     def validate(self, info: Info | None, old: TrainJob | None, new: TrainJob) -> list[FieldError]:
         errors: list[FieldError] = []
         if info is None or info.ml_policy is None or info.ml_policy.torch is None:
-            return errors
+            not_torch = torch_elastic.not_torch_error(new) if info is not None else None
+            return [not_torch] if not_torch is not None else errors
         errors.extend(_env_injection_errors(info))
+        errors.extend(torch_elastic.validate(info, new))
         trainer = new.spec.trainer
         if trainer is None:
             return errors
@@ -120,6 +122,8 @@ class Torch:
             errors.append(reserved)
         if is_torchtune(new):
             errors.extend(torchtune.validate(new, num_gpus(resources_per_node(info, new))))
+            if (tune_error := torch_elastic.torchtune_error(info, new)) is not None:
+                errors.append(tune_error)
         return errors
 
     def enforce_ml_policy(self, info: Info, trainjob: TrainJob) -> None:
@@ -129,6 +133,9 @@ class Torch:
         ps = info.pod_set_by_ancestor(c.ANCESTOR_TRAINER)
         if ps is not None and trainer is not None and trainer.num_nodes is not None:
             ps.count = trainer.num_nodes
+        elastic = torch_elastic.effective(info, trainjob)
+        if ps is not None and elastic is not None:
+            ps.count = torch_elastic.start_nodes(elastic, trainjob)
         count = ps.count if ps is not None else 1
         npp = num_proc_per_node(info, trainjob)
         name = trainjob.metadata.name or ""
@@ -141,6 +148,8 @@ class Torch:
                 upsert_env(env, *(to_dict(e) for e in trainer.env))
             tune = is_torchtune(trainjob)
             upsert_env(env, *pet_envs(name, count, npp, master=not tune))
+            if elastic is not None and not tune:
+                upsert_env(env, *torch_elastic.pet_envs(trainjob, elastic))
             if tune and trainer is not None and ps is not None:
                 node["command"] = torchtune.command(
                     trainjob_name=name,

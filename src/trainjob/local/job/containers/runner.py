@@ -149,6 +149,9 @@ class ContainerRunner:
         addresses = {t.hostname: str(ip) for t, ip in zip(templates, hosts, strict=False)}
         self.network = cpod.PodNetwork(network_name(uid), pods.subdomain(plan), addresses)
 
+    def add_pods(self, plan: Plan, templates: list[pods.PodTemplate]) -> None:
+        raise pods.PodConfigError("the container backend cannot add nodes to a running job yet")
+
     def _user_options(self) -> list[str]:
         if self._user is None:
             if self.engine.rootless():
