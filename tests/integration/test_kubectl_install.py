@@ -123,6 +123,7 @@ def installed(env: dict[str, str]) -> None:
     assert names(env, "-n", "trainjob-system", "poddisruptionbudgets") == ["trainjob-controller"]
     hooks = kubectl(env, "get", "validatingwebhookconfigurations", "-o", "yaml").stdout
     assert "validator.trainjob.trainer.kubeflow.org" in hooks
+    assert "validator.optimizationjob.trainer.kubeflow.org" in hooks
 
 
 def test_the_documented_kustomize_install_works_the_first_time(tmp_path: Path) -> None:

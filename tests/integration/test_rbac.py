@@ -49,6 +49,24 @@ def kustomize(path: str) -> list[Obj]:
     return [d for d in yaml.safe_load_all(out) if d]
 
 
+def _sweep(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "OptimizationJob",
+        "metadata": {"name": "sweep", "namespace": namespace},
+        "spec": {
+            "objectives": [{"metric": "loss"}],
+            "parameters": [{"name": "lr", "searchSpace": {"uniform": {"min": "0.1", "max": "1"}}}],
+            "trainJobTemplate": {
+                "spec": {
+                    "runtimeRef": {"name": "torch-distributed"},
+                    "trainer": {"args": ["{{.lr}}"]},
+                }
+            },
+        },
+    }
+
+
 def test_the_controller_needs_no_more_than_its_rbac(
     control_plane: ControlPlane, kube: Client, torch_runtime: str, namespace: str, tmp_path: Path
 ) -> None:
@@ -116,6 +134,9 @@ def test_the_controller_needs_no_more_than_its_rbac(
             r.TRAINJOBS,
             trainjob("early", namespace, runtimeRef={"name": "absent", "kind": "TrainingRuntime"}),
         )
+        # A sweep: an OptimizationJob's trial created (blockOwnerDeletion on its job: the
+        # finalizers rule) and its status written.
+        kube.create(r.OPTIMIZATION_JOBS, _sweep(namespace), namespace)
         wait_for(lambda: kube.get_or_none(r.JOBSETS, "mpi", namespace), what="MPI JobSet")
         secret = kube.get(r.SECRETS, "mpi-mpi-ssh-auth", namespace)
         assert set(secret["data"]) == {"ssh-privatekey", "ssh-publickey"}
@@ -141,6 +162,14 @@ def test_the_controller_needs_no_more_than_its_rbac(
             return max(counts, default=0)
 
         wait_for(lambda: series() >= 2, timeout=30, what="an event series")
+        trial = wait_for(lambda: kube.get_or_none(r.TRAINJOBS, "sweep-0", namespace), what="trial")
+        assert trial["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] is True
+        wait_for(
+            lambda: (kube.get(r.OPTIMIZATION_JOBS, "sweep", namespace).get("status") or {}).get(
+                "trials"
+            ),
+            what="the sweep's status",
+        )
         lease = kube.get(r.LEASES, "trainjob-controller.trainer.kubeflow.org", "trainjob-system")
         assert lease["spec"]["holderIdentity"]
         cert = kube.get(r.SECRETS, "trainjob-webhook-cert", "trainjob-system")

@@ -49,19 +49,13 @@ DONE = sweeps.TRIAL_DONE
 def sweep_executor() -> SweepExecutor:
     """The SweepExecutor of the chosen backend."""
     if TARGET.backend is Backend.kubernetes:
-        try:
-            from trainjob.cluster import sweeps as cluster_sweeps  # type: ignore[attr-defined]
-        except ImportError:
-            cluster_sweeps = None
-        if cluster_sweeps is None or not hasattr(cluster_sweeps, "KubernetesSweepExecutor"):
-            raise TrainJobError(
-                "OptimizationJobs on a cluster are not in this trainjob yet (the controller's "
-                "OptimizationJob reconciler): run the sweep here with --backend local or "
-                "--backend container"
-            )
         from trainjob.cli.output import executor
+        from trainjob.cluster.executor import KubernetesExecutor
+        from trainjob.cluster.sweeps import KubernetesSweepExecutor
 
-        return cluster_sweeps.KubernetesSweepExecutor(executor())  # type: ignore[no-any-return]
+        trials = executor()
+        assert isinstance(trials, KubernetesExecutor)
+        return KubernetesSweepExecutor(trials)
     from trainjob.cli.output import container_runner
     from trainjob.local.client.sweeps import LocalSweepExecutor
 

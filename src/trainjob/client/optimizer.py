@@ -71,8 +71,6 @@ class OptimizerClient:
 
     Raises:
         ValueError: the backend config is not one of these.
-        NotImplementedError: the Kubernetes backend where this trainjob has no OptimizationJob
-            support for a cluster yet.
     """
 
     def __init__(
@@ -412,17 +410,11 @@ def _sweep_executor(trainer: TrainerClient) -> SweepExecutor:
         from trainjob.local.client.sweeps import LocalSweepExecutor
 
         return LocalSweepExecutor(backend.cfg.home, runner=getattr(backend.executor, "runner", ""))
-    try:
-        from trainjob.cluster import sweeps as cluster_sweeps  # type: ignore[attr-defined]
-    except ImportError:
-        cluster_sweeps = None
-    if cluster_sweeps is None or not hasattr(cluster_sweeps, "KubernetesSweepExecutor"):
-        raise NotImplementedError(
-            "OptimizerClient on the kubernetes backend needs the cluster's OptimizationJob "
-            "support (trainjob.cluster.sweeps), not in this trainjob yet: use "
-            "LocalProcessBackendConfig() or ContainerBackendConfig() to run the sweep here"
-        )
-    return cluster_sweeps.KubernetesSweepExecutor(getattr(backend, "executor", None))  # type: ignore[no-any-return]
+    from trainjob.cluster.executor import KubernetesExecutor
+    from trainjob.cluster.sweeps import KubernetesSweepExecutor
+
+    trials = getattr(backend, "executor", None)
+    return KubernetesSweepExecutor(trials if isinstance(trials, KubernetesExecutor) else None)
 
 
 def _cwd(trainer: TrainerClient) -> str:

@@ -7,7 +7,8 @@
   status endpoint (:mod:`trainjob.controller.statusserver`, unless turned off), and the
   informers of TrainingRuntimes and ClusterTrainingRuntimes (whole objects: few and small), which
   reconciles and webhooks read before asking the apiserver;
-* once leading (or at once with ``leader_elect=False``): informers for TrainJobs and for each kind
+* once leading (or at once with ``leader_elect=False``): informers for TrainJobs, OptimizationJobs
+  (reconciled by :mod:`trainjob.controller.optimizationjob` on a queue of their own) and for each kind
   a Plan can hold, whole or metadata only as its plugin declares (:mod:`trainjob.runtime.kinds`:
   JobSets whole; ConfigMaps, Secrets and PodGroups metadata only); then
   ``workers`` threads that take keys from the queue and reconcile them (one at a time while the
@@ -35,6 +36,7 @@ from typing import Any
 from trainjob.api import conditions as tc
 from trainjob.api import constants as c
 from trainjob.controller import cache, priority, statusserver
+from trainjob.controller import optimizationjob as sweeps
 from trainjob.controller import status as st
 from trainjob.controller.metrics import CONTROLLER, Metrics
 from trainjob.controller.reconcile import Caches, Reconciler
@@ -63,6 +65,8 @@ class Options:
 
     namespace: str | None = None
     workers: int = 5
+    sweep_workers: int = 2
+    """Threads reconciling OptimizationJobs (a queue of their own)."""
     bind_host: str = "0.0.0.0"
     metrics_port: int | None = 8080
     health_port: int | None = 8081
@@ -107,7 +111,8 @@ class Manager:
             Informer(client, r.TRAINING_RUNTIMES, namespace=ns, transform=slim),
             Informer(client, r.CLUSTER_TRAINING_RUNTIMES, transform=slim),
         ]
-        self.informers = [self.trainjobs, *owned.values()]
+        self.optimizationjobs = Informer(client, r.OPTIMIZATION_JOBS, namespace=ns, transform=slim)
+        self.informers = [self.trainjobs, self.optimizationjobs, *owned.values()]
         self.caches = Caches(
             trainjobs=self.trainjobs,
             owned=owned,
@@ -118,6 +123,21 @@ class Manager:
         self.secrets = self.caches.secrets
         self.recorder = EventRecorder(client, c.CONTROLLER_NAME, options.identity)
         self.reconciler = Reconciler(client, self.caches, self.recorder)
+        # OptimizationJobs: a queue and workers of their own, over the same caches.
+        self.sweep_queue = WorkQueue(RateLimiter(options.backoff_base, options.backoff_cap))
+        self.sweep_history = sweeps.ReportHistory()
+        self.sweeps = sweeps.OptimizationJobReconciler(
+            client,
+            self.optimizationjobs,
+            sweeps.CachedTrials(
+                client,
+                self.trainjobs,
+                self.jobsets,
+                self.sweep_history,
+                written=lambda obj: self.queue.add(r.TRAINJOBS.key(obj)),
+            ),
+            self.recorder,
+        )
         self.admission_first = priority.AdmissionFirst()
         self.webhooks = (
             serving.WebhookServer(
@@ -156,6 +176,10 @@ class Manager:
     # -- event handlers ----------------------------------------------------------------------------
     def _wire(self) -> None:
         self.trainjobs.add_handler(lambda _t, obj, _old: self.queue.add(r.TRAINJOBS.key(obj)))
+        self.trainjobs.add_handler(self._enqueue_sweep)
+        self.optimizationjobs.add_handler(
+            lambda _t, obj, _old: self.sweep_queue.add(r.OPTIMIZATION_JOBS.key(obj))
+        )
         for informer in self.caches.owned.values():
             informer.add_handler(self._enqueue_owner)
         for informer in self.runtime_informers:
@@ -173,6 +197,13 @@ class Manager:
                 and str(ref.get("apiVersion", "")).startswith(c.GROUP + "/")
             ):
                 self.queue.add(f"{meta.get('namespace', '')}/{ref.get('name', '')}")
+
+    def _enqueue_sweep(self, etype: str, obj: Obj, _old: Obj | None) -> None:
+        """A trial's change: keep its report (early stopping), look at its OptimizationJob."""
+        key = sweeps.sweep_of(obj)
+        if key is not None:
+            self.sweep_history.observe(etype, obj)
+            self.sweep_queue.add(key)
 
     def _enqueue_waiting(self, etype: str, obj: Obj, _old: Obj | None) -> None:
         if etype == "DELETED":
@@ -326,6 +357,12 @@ class Manager:
             t = threading.Thread(target=self._worker, name=f"worker-{i}", daemon=True)
             t.start()
             self._workers.append(t)
+        if self.optimizationjobs.missing:
+            log.warning("the OptimizationJob CRD is not installed: sweeps are off")
+        for i in range(max(1, self.options.sweep_workers)):
+            t = threading.Thread(target=self._sweep_worker, name=f"sweep-worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
         self.controllers_started.set()
         log.info(
             "controller started: %d workers, %d TrainJobs cached",
@@ -340,6 +377,31 @@ class Manager:
                 return
             with self.admission_first.turn():  # while webhooks serve, reconciles take turns
                 self._process(key)
+
+    def _sweep_worker(self) -> None:
+        while True:
+            key = self.sweep_queue.get()
+            if key is None:
+                return
+            with self.admission_first.turn():
+                self._process_sweep(key)
+
+    def _process_sweep(self, key: str) -> None:
+        try:
+            retry = self.sweeps.reconcile(key)
+        except ApiError as e:
+            log.warning("reconciling OptimizationJob %s: %s", key, e)
+            retry = True
+        except Exception:
+            log.exception("reconciling OptimizationJob %s", key)
+            retry = True
+        try:
+            if retry:
+                self.sweep_queue.add_rate_limited(key)
+            else:
+                self.sweep_queue.forget(key)
+        finally:
+            self.sweep_queue.done(key)
 
     def _process(self, key: str) -> None:
         active = self.metrics.active_workers.labels(CONTROLLER)
@@ -370,12 +432,18 @@ class Manager:
             active.dec()
             self.queue.done(key)
             self.metrics.observe(outcome, time.perf_counter() - started)
+            # The reconcile's own status write (Complete, Failed) reaches no handler (the cache
+            # has it already): a trial's sweep looks again after each reconcile of the trial.
+            tj = self.trainjobs.get(key)
+            if tj is not None:
+                self._enqueue_sweep("MODIFIED", tj, None)
 
     def stop(self) -> None:
         self.stop_event.set()
         for informer in [*self.informers, *self.runtime_informers]:
             informer.stop()
         self.queue.shut_down()
+        self.sweep_queue.shut_down()
         for t in self._workers:
             t.join(timeout=10)
         if self._elector_thread is not None:

@@ -66,6 +66,25 @@ CLUSTER_RULES = (
     Rule(("trainer.kubeflow.org",), ("trainjobs/status",), ("patch",), "one status write"),
     Rule(
         ("trainer.kubeflow.org",),
+        ("trainjobs",),
+        ("create", "patch"),
+        "an OptimizationJob's trials: created; early-stopped (annotated, suspended)",
+    ),
+    Rule(("trainer.kubeflow.org",), ("optimizationjobs",), ("list", "watch"), "informer"),
+    Rule(
+        ("trainer.kubeflow.org",),
+        ("optimizationjobs/status",),
+        ("patch",),
+        "one status write a pass",
+    ),
+    Rule(
+        ("trainer.kubeflow.org",),
+        ("optimizationjobs/finalizers",),
+        ("update",),
+        "blockOwnerDeletion on its trials (OwnerReferencesPermissionEnforcement)",
+    ),
+    Rule(
+        ("trainer.kubeflow.org",),
         ("trainjobs/finalizers",),
         ("update",),
         "blockOwnerDeletion on what a TrainJob owns (OwnerReferencesPermissionEnforcement)",

@@ -19,6 +19,7 @@ from trainjob.core.resources import VOLCANO_PODGROUPS as VOLCANO_PODGROUPS
 from trainjob.core.resources import Resource as Resource
 
 TRAINJOBS = Resource(c.GROUP, c.VERSION, "trainjobs", c.TRAINJOB_KIND)
+OPTIMIZATION_JOBS = Resource(c.GROUP, c.VERSION, "optimizationjobs", c.OPTIMIZATION_JOB_KIND)
 TRAINING_RUNTIMES = Resource(c.GROUP, c.VERSION, "trainingruntimes", c.TRAINING_RUNTIME_KIND)
 CLUSTER_TRAINING_RUNTIMES = Resource(
     c.GROUP, c.VERSION, "clustertrainingruntimes", c.CLUSTER_TRAINING_RUNTIME_KIND, namespaced=False

@@ -30,9 +30,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trainjob.api import constants as c
 from trainjob.core import times
@@ -45,7 +45,7 @@ from trainjob.trainers import stdout_metrics
 
 if TYPE_CHECKING:
     from trainjob.api.optimization import OptimizationJob, OptimizationJobStatus, TrialPhase
-    from trainjob.executor.base import Executor
+    from trainjob.api.trainer import TrainJob
     from trainjob.executor.model import JobState, MetricSample
 
 log = logging.getLogger(__name__)
@@ -90,11 +90,50 @@ class Pass:
         return self.decision.finished
 
 
+class Trials(Protocol):
+    """What a pass needs of where the trials run: the part of
+    :class:`~trainjob.executor.base.Executor` it calls (any executor is one; the controller's
+    view of its informer cache is another, :mod:`trainjob.controller.optimizationjob`)."""
+
+    @property
+    def keeps_metric_history(self) -> bool: ...
+
+    def states(self, namespace: str | None = None, *, pods: bool = True) -> list[JobState]: ...
+
+    def state(self, name: str, namespace: str) -> JobState: ...
+
+    def logs(
+        self,
+        name: str,
+        namespace: str,
+        job: str = "node",
+        index: int = 0,
+        follow: bool = False,
+        *,
+        job_index: int = 0,
+        tail: int | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
+    ) -> Iterator[str]: ...
+
+    def metric_history(
+        self, name: str, namespace: str, *, since: int = 0
+    ) -> list[MetricSample]: ...
+
+    def submit(self, trainjob: TrainJob, *, cwd: str | None = None) -> TrainJob: ...
+
+    def suspend(self, name: str, namespace: str) -> TrainJob: ...
+
+    def annotate(
+        self, name: str, namespace: str, annotations: Mapping[str, str | None]
+    ) -> TrainJob: ...
+
+
 @dataclass
 class Driver:
     """The loop's passes over ``executor`` (the TrainJob executor the trials run on)."""
 
-    executor: Executor
+    executor: Trials
     cwd: str | None = None
     """Where a local trial's commands run (the directory the OptimizationJob came from)."""
     _histories: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)

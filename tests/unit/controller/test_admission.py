@@ -366,9 +366,13 @@ def test_webhook_configurations_use_upstream_names_paths_and_skip_disabled_runti
     by_name = {w["name"]: w for w in validating["webhooks"]}
     assert sorted(by_name) == [
         "validator.clustertrainingruntime.trainer.kubeflow.org",
+        "validator.optimizationjob.trainer.kubeflow.org",
         "validator.trainingruntime.trainer.kubeflow.org",
         "validator.trainjob.trainer.kubeflow.org",
     ]
+    opt = by_name["validator.optimizationjob.trainer.kubeflow.org"]
+    assert opt["rules"][0]["resources"] == ["optimizationjobs"]
+    assert "objectSelector" not in opt
     tj = by_name["validator.trainjob.trainer.kubeflow.org"]
     assert tj["clientConfig"]["url"] == (
         "https://127.0.0.1:9443/validate-trainer-kubeflow-org-v1alpha1-trainjob"
@@ -380,3 +384,46 @@ def test_webhook_configurations_use_upstream_names_paths_and_skip_disabled_runti
         "trainer.kubeflow.org/webhook-validation"
     )
     assert all(w["failurePolicy"] == "Fail" for w in validating["webhooks"])
+
+
+def optimization_job(**spec: Any) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "OptimizationJob",
+        "metadata": {"name": "sweep", "namespace": "default"},
+        "spec": {
+            "objectives": [{"metric": "loss"}],
+            "parameters": [{"name": "lr", "searchSpace": {"uniform": {"min": "0.1", "max": "1"}}}],
+            "numTrials": 2,
+            "trainJobTemplate": {
+                "spec": {
+                    "runtimeRef": {"name": "torch-distributed"},
+                    "trainer": {"args": ["{{.lr}}"]},
+                }
+            },
+            **spec,
+        },
+    }
+
+
+def test_the_optimizationjob_validator_refuses_with_the_sdks_field_message() -> None:
+    assert hooks.validate_optimization_job({"object": optimization_job()}).allowed
+    verdict = hooks.validate_optimization_job({"object": optimization_job(parallelTrials=3)})
+    assert not verdict.allowed and verdict.status is not None
+    assert verdict.status["message"] == (
+        'spec: Invalid value: "...": parallelTrials cannot exceed numTrials'
+    )
+    assert verdict.status["details"]["kind"] == "OptimizationJob"
+
+
+def test_the_optimizationjob_validator_keeps_the_spec_immutable() -> None:
+    old, new = optimization_job(), optimization_job(numTrials=3)
+    verdict = hooks.validate_optimization_job(
+        {"operation": "UPDATE", "object": new, "oldObject": old}
+    )
+    assert not verdict.allowed and verdict.status is not None
+    assert "OptimizationJobSpec is immutable" in verdict.status["message"]
+    relabelled = {**old, "metadata": {**old["metadata"], "labels": {"a": "b"}}}
+    assert hooks.validate_optimization_job(
+        {"operation": "UPDATE", "object": relabelled, "oldObject": old}
+    ).allowed

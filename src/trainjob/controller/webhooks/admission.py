@@ -10,6 +10,9 @@
   be a supported kind and exist (its snapshot on updates); then every validation of
   :func:`trainjob.runtime.validate`; patches of a suspended TrainJob cannot change while a
   replicated job of its JobSet is still active. Deprecated runtimes give a warning.
+* ``/validate-trainer-kubeflow-org-v1alpha1-optimizationjob`` (``validator.optimizationjob...``):
+  :func:`trainjob.api.optimization.parse_optimization_job`, the rules ``plan``, ``run`` and the SDK
+  apply, in the same words; on updates the spec's immutability.
 * ``/validate-trainer-kubeflow-org-v1alpha1-trainingruntime`` and
   ``...-clustertrainingruntime``: :func:`trainjob.api.validation.validate_runtime`; deprecated
   runtimes give a warning on create.
@@ -37,6 +40,8 @@ from trainjob.api import constants as c
 from trainjob.api import legacy, validation
 from trainjob.api.base import to_dict
 from trainjob.api.load import parse
+from trainjob.api.optimization import parse_optimization_job
+from trainjob.api.optimization_validation import validate_optimization_job
 from trainjob.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
 from trainjob.controller import runtimes
 from trainjob.core import times
@@ -55,6 +60,7 @@ Obj = dict[str, Any]
 PATH_MUTATE_TRAINJOB = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
 PATH_VALIDATE_TRAINJOB = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
 PATH_VALIDATE_TRAINING_RUNTIME = "/validate-trainer-kubeflow-org-v1alpha1-trainingruntime"
+PATH_VALIDATE_OPTIMIZATION_JOB = "/validate-trainer-kubeflow-org-v1alpha1-optimizationjob"
 PATH_VALIDATE_CLUSTER_TRAINING_RUNTIME = (
     "/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime"
 )
@@ -119,6 +125,11 @@ WEBHOOKS = (
         "trainingruntimes",
     ),
     Webhook("validator.trainjob.trainer.kubeflow.org", PATH_VALIDATE_TRAINJOB, "trainjobs"),
+    Webhook(
+        "validator.optimizationjob.trainer.kubeflow.org",
+        PATH_VALIDATE_OPTIMIZATION_JOB,
+        "optimizationjobs",
+    ),
 )
 
 
@@ -193,6 +204,7 @@ class Admission:
             PATH_VALIDATE_TRAINJOB: self.validate_trainjob,
             PATH_VALIDATE_TRAINING_RUNTIME: self.validate_training_runtime,
             PATH_VALIDATE_CLUSTER_TRAINING_RUNTIME: self.validate_cluster_training_runtime,
+            PATH_VALIDATE_OPTIMIZATION_JOB: self.validate_optimization_job,
         }
 
     # -- mutating --------------------------------------------------------------------------------
@@ -357,6 +369,27 @@ class Admission:
                     )
                 )
         return errors
+
+    # -- validating: OptimizationJob ------------------------------------------------------------
+    def validate_optimization_job(self, request: Obj) -> Verdict:
+        """The rules ``plan``, ``run`` and the SDK apply (:mod:`trainjob.api.optimization_validation`:
+        the CRD's CEL rules, every placeholder a parameter, the filled-in template a valid
+        TrainJob), and on an update that the spec did not change."""
+        kind = f"{c.OPTIMIZATION_JOB_KIND}.{c.GROUP}"
+        try:
+            new = parse_optimization_job(request.get("object") or {})
+        except InvalidError as e:
+            return deny(e.errors, e.kind or kind, e.name)
+        old_obj = request.get("oldObject") if request.get("operation") == "UPDATE" else None
+        if old_obj:
+            try:
+                old = parse_optimization_job(old_obj)
+            except InvalidError:
+                return Verdict()  # admitted before these rules: only the spec's immutability
+            errors = validate_optimization_job(new, old)
+            if errors:
+                return deny(errors, kind, new.metadata.name or "")
+        return Verdict()
 
     # -- validating: runtimes ----------------------------------------------------------------------
     def validate_training_runtime(self, request: Obj) -> Verdict:

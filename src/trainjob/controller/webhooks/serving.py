@@ -119,7 +119,7 @@ def configurations(
             hook["matchConditions"] = [
                 {"name": name, "expression": expression} for name, expression in wh.match_conditions
             ]
-        if wh.plural != "trainjobs":
+        if wh.plural not in ("trainjobs", "optimizationjobs"):  # runtimes may opt out
             hook["objectSelector"] = {
                 "matchExpressions": [
                     {"key": c.LABEL_WEBHOOK_VALIDATION, "operator": "NotIn", "values": ["disabled"]}
