@@ -33,7 +33,7 @@ from trainjob.controller.webhooks.serving import DEV_MUTATING, DEV_VALIDATING
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import Conflict, NotFound
-from trainjob.ports import free_port
+from trainjob.local.job.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]

@@ -36,11 +36,11 @@ from tests.integration.controller_harness import (
     trainjob,
 )
 
-from trainjob import ports
 from trainjob.controller.webhooks.serving import DEV_MUTATING, DEV_VALIDATING
 from trainjob.kube import Client
 from trainjob.kube import resources as r
 from trainjob.kube.errors import Forbidden
+from trainjob.local.job import ports
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ControlPlane

@@ -34,11 +34,11 @@ from typing import Any
 import yaml
 from tests.integration.controller_harness import http_get
 
-from trainjob import ports
 from trainjob.kube import Client, certs
 from trainjob.kube import resources as r
 from trainjob.kube.errors import ApiError, Forbidden
-from trainjob.ports import free_ports
+from trainjob.local.job import ports
+from trainjob.local.job.ports import free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "hack" / "build-upstream-controller.sh"

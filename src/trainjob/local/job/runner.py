@@ -23,8 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from trainjob import ports
-from trainjob.local.job import mpi, network, pods
+from trainjob.local.job import mpi, network, pods, ports
 from trainjob.local.job.podrun import PodRun
 from trainjob.runtime.plan import Plan
 

@@ -1,4 +1,4 @@
-"""Free ports named to a server before it starts (``trainjob.ports``: the local ports a job's
+"""Free ports named to a server before it starts (``trainjob.local.job.ports``: the local ports a job's
 pods get through ``network_for``; the tests' and benchmarks' too): picked free below the kernel's ephemeral range, which the kernel hands out itself (outgoing connections'
 local ports, other servers' port 0) and could give away before the pod's process binds the port;
 a port taken by then is passed over; where the range leaves no room, any free port."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainjob import ports
+from trainjob.local.job import ports
 
 
 def test_a_port_below_the_ephemeral_range_that_can_be_bound() -> None:

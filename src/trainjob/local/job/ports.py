@@ -2,12 +2,9 @@
 process that other pods must reach, a foreign binary whose configuration names its port), picked
 where nothing else is likely to take them meanwhile.
 
-Used by the local backend (:mod:`trainjob.local.job.runner`: each declared ``containerPort`` of each
-pod) and by tests and benchmarks. A server that can bind port 0 itself and report its port back
-needs none of this.
-
-At the top of the package for now: its one user in the package is the local runner, whose room
-(``trainjob.local.job``) it belongs in; it moves there in a later step.
+Used by the local backend's runner (:mod:`trainjob.local.job.runner`: each declared
+``containerPort`` of each pod), whose room it lives in, and by the tests' controller harnesses. A
+server that can bind port 0 itself and report its port back needs none of this.
 """
 
 from __future__ import annotations
