@@ -129,6 +129,29 @@ def test_an_unreadable_file_is_a_one_line_error_naming_it(tmp_path: Path) -> Non
         pack.pack(root)
 
 
+def test_a_file_the_os_refuses_to_read_is_a_one_line_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same error where the test runs as root (as CI does), whom no mode bits stop: the
+    kernel's refusal is played by an ``open`` that raises EACCES for that one file (a test double
+    for what root cannot meet here); every other file is read for real."""
+    root = project(tmp_path / "p")
+    denied = str(root / "mylib" / "__init__.py")
+    real_open = open
+
+    def refusing_open(file: str, *args: object, **kwargs: object) -> object:
+        if os.fspath(file) == denied:
+            raise PermissionError(13, "Permission denied", denied)
+        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(pack, "open", refusing_open, raising=False)
+    with pytest.raises(
+        ConfigError,
+        match=r"^workspace .*: mylib/__init__.py: cannot read it: .*[Pp]ermission denied",
+    ):
+        pack.pack(root)
+
+
 def test_a_folder_over_the_limit_is_refused_naming_its_size_the_limit_and_the_largest(
     tmp_path: Path,
 ) -> None:
