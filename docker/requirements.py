@@ -2,6 +2,10 @@
 
     python requirements.py                 the core dependencies
     python requirements.py --only llm ...  only the dependencies of the extras named
+    python requirements.py --without optuna ...
+                                           the core dependencies but the ones named (the
+                                           initializer image: optuna and its numpy and
+                                           SQLAlchemy serve only sweeps, which it never runs)
 
 The images (docker/Containerfile) install these in a layer of their own before trainjob's source,
 so that a change under src/ rebuilds only the small layer that installs trainjob itself.
@@ -10,6 +14,7 @@ Standard library only (it runs on the bare base image).
 
 from __future__ import annotations
 
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -26,14 +31,25 @@ def requirements(pyproject: Path, extras: list[str]) -> list[str]:
     return [req for e in extras for req in optional[e]]
 
 
+def name(req: str) -> str:
+    """A requirement's distribution name, normalized (PEP 503): ``optuna>=5.0,<6`` -> ``optuna``."""
+    return re.sub(r"[-_.]+", "-", re.split(r"[\s<>=!~;\[(]", req.strip(), maxsplit=1)[0]).lower()
+
+
 def main(argv: list[str]) -> int:
     extras = argv[1:] if argv[:1] == ["--only"] else []
-    if argv and not extras:
+    without = {name(n) for n in argv[1:]} if argv[:1] == ["--without"] else set()
+    if argv and not (extras or without):
         raise SystemExit(__doc__)
     here = Path(__file__).resolve().parent
     pyproject = next(p for p in (here / "pyproject.toml", here.parent / "pyproject.toml") if p.exists())
-    for req in requirements(pyproject, extras):
-        print(req)
+    reqs = requirements(pyproject, extras)
+    unknown = without - {name(r) for r in reqs}
+    if unknown:
+        raise SystemExit(f"--without {sorted(unknown)}: not a core dependency of pyproject.toml")
+    for req in reqs:
+        if name(req) not in without:
+            print(req)
     return 0
 
 

@@ -117,6 +117,11 @@ def test_requirements_prints_the_core_and_the_extras_dependencies() -> None:
     assert init.stdout.split() == ["boto3>=1.34", "huggingface_hub>=0.24"]
     bad = subprocess.run([*run, "--only", "nope"], capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown extras ['nope']" in bad.stderr
+    slim = subprocess.run([*run, "--without", "optuna"], capture_output=True, text=True).stdout
+    assert typer in slim.split("\n") and not any(r.startswith("optuna") for r in slim.split())
+    assert len(slim.split()) == len(core) - 2  # optuna, and core's trailing empty line
+    nope = subprocess.run([*run, "--without", "numpyy"], capture_output=True, text=True)
+    assert nope.returncode != 0 and "not a core dependency" in nope.stderr
 
 
 def test_copy_dists_takes_a_distribution_with_everything_it_requires(tmp_path: Path) -> None:
