@@ -151,6 +151,10 @@ def test_every_block_left_out_says_why_where_a_reader_sees_it() -> None:
     for page in PAGES:
         text = (DOCS / page).read_text()
         assert "<!-- test: skip" not in text, f"{page}: a skip must be visible (*Fragment: ...*)"
+        glued = re.search(r"^\*(Fragment|Not run)[^\n]*\n```", text, re.M)
+        assert glued is None, (
+            f"{page}: a blank line between {glued and glued.group(0)!r} and its block"
+        )
         for snip in snippets(DOCS / page):
             if snip.mark is not None and snip.mark.startswith(("*Fragment", "*Not run")):
                 m = MARK.match(snip.mark)
