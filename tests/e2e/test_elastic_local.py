@@ -105,12 +105,16 @@ def test_a_lost_node_shrinks_the_job_and_it_completes(tmp_path: Path) -> None:
 )
 def test_scale_brings_a_lost_node_back(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "home")
-    _run_and_lose_a_node(ex)
-    ex.scale(NAME, "default", 3)  # what `trainjob scale torch-elastic --nodes 3` calls
-    _wait_for(ex, r"world size 2 loss[\s\S]*step \d+ world size 3 loss", timeout=150)
-    _completed_log(ex)
-    joined = [e for e in ex.events(NAME, "default") if e.reason == "NodeJoined"]
-    assert len(joined) == 1 and "scaled to 3 nodes" in joined[0].message
+    try:
+        _run_and_lose_a_node(ex)
+        ex.scale(NAME, "default", 3)  # what `trainjob scale torch-elastic --nodes 3` calls
+        _wait_for(ex, r"world size 2 loss[\s\S]*step \d+ world size 3 loss", timeout=150)
+        _completed_log(ex)
+        joined = [e for e in ex.events(NAME, "default") if e.reason == "NodeJoined"]
+        assert len(joined) == 1 and "scaled to 3 nodes" in joined[0].message
+    finally:  # a failed try leaves the job running: nothing a test started outlives it
+        if ex.exists(NAME, "default"):
+            ex.delete(NAME, "default")
 
 
 def test_scale_outside_the_bounds_is_refused(tmp_path: Path) -> None:
