@@ -25,6 +25,7 @@ running); tests that need a component it lacks (Kueue, coscheduling) are skipped
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -152,12 +153,23 @@ def cluster() -> Iterator[Cluster]:
         "--kubeconfig",
         str(kubeconfig),
     ]
+    with testenv_up(up, "hack/testenv up --cluster", env, state, logs) as (plane, kube):
+        yield Cluster(plane, kube, logs)
+
+
+@contextlib.contextmanager
+def testenv_up(
+    up: list[str], what: str, env: dict[str, str], state: Path, logs: Path
+) -> Iterator[tuple[ControlPlane, Client]]:
+    """``hack/testenv up ...`` (its log in ``logs``), the control plane and a client while the
+    block runs, then ``down`` and the state and logs removed (kept with TRAINJOB_TESTENV_KEEP=1);
+    the cluster tier's and the real-node tier's one lifecycle."""
     try:
-        run_setup(up, logs / "testenv-up.log", env, "hack/testenv up --cluster")
-        plane = control_plane(state / "cp", kubeconfig)
-        kube = Client.from_config(str(kubeconfig))
+        run_setup(up, logs / "testenv-up.log", env, what)
+        plane = control_plane(state / "cp", state / "kubeconfig")
+        kube = Client.from_config(str(state / "kubeconfig"))
         try:
-            yield Cluster(plane, kube, logs)
+            yield plane, kube
         finally:
             kube.close()
     finally:

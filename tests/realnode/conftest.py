@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import Cluster, builtin_runtimes, control_plane
+from tests.cluster.conftest import Cluster, builtin_runtimes, control_plane, testenv_up
 from tests.integration.control_plane import run_setup
 from tests.integration.controller_harness import Controller, start_controller, wait_for
 from trainjob.kube import Client
@@ -110,23 +109,8 @@ def real_cluster() -> Iterator[RealCluster]:
         "--kubeconfig",
         str(kubeconfig),
     ]
-    try:
-        run_setup(up, logs / "testenv-up.log", env, "hack/testenv up --real-node")
-        plane = control_plane(state / "cp", kubeconfig)
-        kube = Client.from_config(str(kubeconfig))
-        try:
-            yield RealCluster(plane, kube, logs)
-        finally:
-            kube.close()
-    finally:
-        down = [str(HACK / "testenv"), "down"]
-        keep = os.environ.get("TRAINJOB_TESTENV_KEEP") == "1"
-        if keep:
-            down.append("--keep")
-        subprocess.run(down, env=env, cwd=REPO, capture_output=True, check=False)
-        if not keep:
-            shutil.rmtree(state, ignore_errors=True)
-            shutil.rmtree(logs, ignore_errors=True)
+    with testenv_up(up, "hack/testenv up --real-node", env, state, logs) as (plane, kube):
+        yield RealCluster(plane, kube, logs)
 
 
 @pytest.fixture
