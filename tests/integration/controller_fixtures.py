@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def kube(control_plane: ControlPlane) -> Iterator[Client]:
-    client = Client.from_config(str(control_plane.kubeconfig))
+    """The tests' own client. Its request timeout is the apiserver's own (60 s), not the
+    client's default 30 s: on CI's 2 cores at load 10+ a GET once took over 30 s to answer
+    (test_podgroups_follow_suspension), and a test's wait_for already bounds a real failure."""
+    client = Client.from_config(str(control_plane.kubeconfig), timeout=60.0)
     yield client
     client.close()
 
