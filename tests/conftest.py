@@ -9,6 +9,7 @@ while the first ones run (their fixtures wait for the builds they need).
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,12 @@ from typing import Any
 import pytest
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
+
+# The local backend queues jobs for this machine's CPUs (trainjob.local.job.capacity): on CI's 2
+# cores a test's second 2-node job would wait for its first. Tests run jobs side by side on
+# purpose, so the suite lets a home use 64 CPUs; tests/e2e/test_local_capacity.py and
+# tests/unit/local/test_capacity.py set the limit they test (every job still takes its share).
+os.environ.setdefault("TRAINJOB_LOCAL_CPUS", "64")
 
 
 TIERS = ("unit", "e2e", "integration", "cluster")

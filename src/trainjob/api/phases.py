@@ -49,6 +49,9 @@ PHASE_CONDITIONS = (
 )
 
 REASON_QUEUED_BY_KUEUE = "QueuedByKueue"
+REASON_WAITING_FOR_RESOURCES = "WaitingForResources"
+"""Queued on the local backend: this machine's CPUs or memory are taken by the jobs that run
+(:mod:`trainjob.local.job.capacity`)."""
 REASON_SUSPENDED = "Suspended"
 REASON_INITIALIZER_RUNNING = "InitializerRunning"
 REASON_INITIALIZER_PENDING = "InitializerPending"

@@ -108,18 +108,18 @@ def short_number(value: str) -> str:
 
 def status_cell(s: JobState) -> tuple[str, str]:
     """STATUS and REASON of a job: its phase, or for a live one what its phase condition says it
-    is doing where that says more (Initializing, Restarting; :mod:`trainjob.api.phases`), with
+    is doing where that says more (Initializing, Restarting, Queued for this machine's
+    capacity; :mod:`trainjob.api.phases`), with
     the condition's reason."""
     if s.finished:
         return s.phase, s.reason
     now = tphases.current((s.trainjob.get("status") or {}).get("conditions"))
     if now is None:
         return s.phase, s.reason
-    shown = (
-        now.type
-        if now.type in (tphases.CONDITION_INITIALIZING, tphases.CONDITION_RESTARTING)
-        else s.phase
+    says_more = now.type in (tphases.CONDITION_INITIALIZING, tphases.CONDITION_RESTARTING) or (
+        now.reason == tphases.REASON_WAITING_FOR_RESOURCES  # Queued: the machine is busy
     )
+    shown = now.type if says_more else s.phase
     return shown, s.reason or now.reason
 
 

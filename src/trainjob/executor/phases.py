@@ -25,7 +25,8 @@ _INITIALIZERS = (DATASET_INITIALIZER, MODEL_INITIALIZER)
 
 def activity(state: st.JobState) -> tuple[str, str]:
     """(activity, reason) of ``state``: for a finished job its phase and reason; for a live one
-    Queued (suspended: ``QueuedByKueue`` when a Kueue queue holds it, else ``Suspended``),
+    Queued (suspended: ``QueuedByKueue`` when a Kueue queue holds it, else ``Suspended``; on the
+    local backend ``WaitingForResources`` while this machine's CPUs or memory are taken),
     Initializing (an initializer runs), Restarting (after a JobSet restart, until every trainer
     pod runs again), Running (every trainer pod runs), else Starting (pods pending)."""
     if state.finished:
@@ -35,6 +36,9 @@ def activity(state: st.JobState) -> tuple[str, str]:
         if labels.get(KUEUE_QUEUE_LABEL):
             return QUEUED, f"QueuedByKueue: waiting in queue {labels[KUEUE_QUEUE_LABEL]}"
         return QUEUED, "Suspended"
+    held = conditions.current((state.trainjob.get("status") or {}).get("conditions"))
+    if held is not None and held.type == QUEUED:  # the local backend: this machine is busy
+        return QUEUED, f"{held.reason}: {held.message}"
     pods = [p for p in state.pods if p.runs]
     inits = [p for p in pods if p.job in _INITIALIZERS]
     busy = [p for p in inits if p.phase in (st.POD_PENDING, st.POD_RUNNING)]

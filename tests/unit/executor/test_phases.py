@@ -30,6 +30,20 @@ def test_queued_by_kueue_or_suspended() -> None:
     assert phases.activity(_state(phase=st.SUSPENDED)) == ("Queued", "Suspended")
 
 
+def test_queued_for_this_machines_capacity_and_get_jobs_says_so() -> None:
+    from trainjob.cli import listing
+
+    held = {"type": "Queued", "status": "True", "reason": "WaitingForResources", "message": "busy"}
+    waiting = _state(
+        _pod("node", 0, st.POD_PENDING), phase=st.CREATED, status={"conditions": [held]}
+    )
+    assert phases.activity(waiting) == ("Queued", "WaitingForResources: busy")
+    assert listing.status_cell(waiting) == ("Queued", "WaitingForResources")
+    suspended = {**held, "reason": "Suspended"}
+    paused = _state(phase=st.SUSPENDED, status={"conditions": [suspended]})
+    assert listing.status_cell(paused) == ("Suspended", "Suspended")
+
+
 def test_initializing_then_running_then_restarting() -> None:
     init = _pod("model-initializer", 0, st.POD_RUNNING)
     node = _pod("node", 0, st.POD_PENDING)

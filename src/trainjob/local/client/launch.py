@@ -1,6 +1,7 @@
 """Starting a job's supervisor: a detached process (its own session) that outlives the client.
 
-The supervisor (:mod:`trainjob.local.job.supervisor`) records nothing until it runs; its pid and
+The supervisor (:mod:`trainjob.local.job.supervisor`, after it waited Queued for this machine's
+capacity: :mod:`trainjob.local.job.queueing`) records nothing until it runs; its pid and
 start time are stored here, so that :mod:`trainjob.local.client.liveness` can tell a dead one from a live
 one (a pid may be reused). Used by :meth:`trainjob.local.client.executor.LocalExecutor.submit`.
 """
@@ -37,7 +38,7 @@ def start_supervisor(home: Path, store: Store, row: JobRow) -> None:
     files.remove_tree(home, jdir)  # a previous job's files (never through a link)
     files.private_dirs(home, jdir / "logs")
     argv = [
-        sys.executable, "-m", "trainjob.local.job.supervisor",
+        sys.executable, "-m", "trainjob.local.job.queueing",  # then the supervisor
         "--home", str(home), "--namespace", row.namespace,
         "--name", row.name, "--uid", row.uid,
     ]  # fmt: skip

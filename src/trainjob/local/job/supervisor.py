@@ -1,7 +1,10 @@
 """The per-job supervisor: runs one TrainJob's JobSet as local processes until it finishes.
 
 Started detached (own session) by :meth:`LocalExecutor.submit` as
-``python -m trainjob.local.job.supervisor --home H --namespace NS --name N --uid UID``, it outlives the
+``python -m trainjob.local.job.queueing --home H --namespace NS --name N --uid UID``, which waits
+Queued for the job's share of this machine's CPUs and memory (:mod:`trainjob.local.job.capacity`)
+and then becomes this supervisor (``python -m trainjob.local.job.supervisor`` with the same
+flags skips the light wait: its loop takes the share before any pod starts). It outlives the
 client. Each tick it reads what the user wants from the store (suspend, resume, delete), then
 plays the JobSet and Job controllers on this host (the pods' part, the Job controller's and a
 kubelet's, is :mod:`trainjob.local.job.attempt`; the JobSet's rules :mod:`trainjob.local.job.jobset_rules`),
@@ -48,7 +51,7 @@ from trainjob.core import jobset as js
 from trainjob.core import lifetime, times
 from trainjob.executor import model as st
 from trainjob.executor import triage
-from trainjob.local.job import elastic, jobset_rules, tracking
+from trainjob.local.job import capacity, elastic, jobset_rules, tracking
 from trainjob.local.job.attempt import Attempt
 from trainjob.local.job.reports import Reports
 from trainjob.local.state import home as homes
@@ -57,6 +60,7 @@ from trainjob.local.state.store import Store
 from trainjob.runtime.plan import Plan
 
 TICK = 0.05
+QUEUED_TICK = 0.25  # a job waiting for this machine's capacity looks less often
 # How long removing what the job started may take before its end is written anyway, with a
 # CleanupFailed event naming what is left (a loaded container engine takes seconds a call).
 TEARDOWN_TIMEOUT = 60.0
@@ -95,7 +99,11 @@ class Supervisor(Attempt):
     """The JobSet controller and the TrainJob's status for one job, over its pods
     (:class:`trainjob.local.job.attempt.Attempt`); the loop."""
 
-    def __init__(self, home: Path, namespace: str, name: str, uid: str) -> None:
+    def __init__(
+        self, home: Path, namespace: str, name: str, uid: str, share: capacity.Share | None = None
+    ) -> None:
+        """``share``: the job's share of this machine, taken before (the queue's,
+        :mod:`trainjob.local.job.queueing`); None: it is taken before any pod starts."""
         self.home, self.namespace, self.name, self.uid = home, namespace, name, uid
         self.store = Store(homes.db_path(home))
         row = self.store.job(namespace, name)
@@ -120,6 +128,16 @@ class Supervisor(Attempt):
         super().__init__(home, namespace, name, uid, row, self.plan, self.runtime, reports)
         self.torn_down = False
         self.generation, _ = elastic.desired(trainjob)  # a new one: `trainjob scale` (elastic)
+        # this machine's CPUs and memory, shared with the home's other jobs: none of its pods
+        # starts before it holds its share (trainjob.local.job.capacity)
+        self.bound = capacity.limit(os.environ)
+        self.share = share or capacity.Share(
+            home, row.created_ts, uid, capacity.need(self.plan), self.bound
+        )
+        self.waiting = ""  # why it waits Queued for its share ("": it does not)
+        held = phases.current(self.status.get("conditions"))
+        if held is not None and held.reason == phases.REASON_WAITING_FOR_RESOURCES:
+            self.clock_start = time.time()  # it waited Queued: its deadline counts from now
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -157,7 +175,14 @@ class Supervisor(Attempt):
 
     def phase_condition(self) -> None:
         """trainjob's phase condition from the jobsStatus just counted, as the controller sets
-        it from the JobSet's (:mod:`trainjob.api.phases`)."""
+        it from the JobSet's (:mod:`trainjob.api.phases`); Queued while it waits for this
+        machine's capacity."""
+        if self.waiting and not self.suspended:
+            queued = phases.Phase(
+                phases.CONDITION_QUEUED, phases.REASON_WAITING_FOR_RESOURCES, self.waiting
+            )
+            phases.set_phase(self.status.setdefault("conditions", []), queued, times.now())
+            return
         ph = phases.phase(
             self.status.get("conditions") or [],
             self.plan.jobset,
@@ -263,6 +288,7 @@ class Supervisor(Attempt):
         if self.torn_down:
             return
         self.kill_all()
+        self.share.release()
         if self._probe_pool is not None:
             self._probe_pool.shutdown(wait=False, cancel_futures=True)
             self._probe_pool = None
@@ -294,6 +320,8 @@ class Supervisor(Attempt):
         if want_suspend and not self.suspended:
             self.suspended = True
             self.stop_pods(st.POD_PENDING, "")
+            self.share.release()  # a resume waits for its share again
+            self.waiting = ""
             bound, _ = teardown_timeout(os.environ)  # a bad value: the teardown's event says so
             left = self.runner.remove_pods(bound)  # gone before Suspended is written
             if left:
@@ -330,9 +358,27 @@ class Supervisor(Attempt):
         if ads and ads > 0 and time.time() - self.clock_start >= ads:
             self.fail(c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
 
+    def admitted(self) -> bool:
+        """Whether the job holds its share of this machine (:mod:`.capacity`); while it waits,
+        it is Queued. Once it holds it after waiting, its pods get fresh endpoints and its
+        ``activeDeadlineSeconds`` counts from then (as from a resume)."""
+        why = self.share.take()
+        if why is not None:
+            if why != self.waiting:
+                self.waiting, self.dirty = why, True
+            return False
+        if self.waiting:
+            self.waiting = ""
+            self.clock_start = time.time()
+            self.new_attempt()
+        return True
+
     def tick(self) -> bool:
         if not self.sync_desired():
             return False
+        if not self.suspended and not self.admitted():
+            self.flush()
+            return True
         if not self.suspended:
             self.tracker.track(self.runs.values())
             self.reap()
@@ -365,11 +411,14 @@ class Supervisor(Attempt):
             self.suspended = True
             status.suspended(self.status, times.now())
             self.phase = st.SUSPENDED
+        for problem in self.bound.problems:
+            self.event("Warning", REASON_INVALID_SETTING, problem)
         self.start_status_server()
         self.new_attempt()
         try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # the queue's, held
             while self.tick():
-                time.sleep(TICK)
+                time.sleep(QUEUED_TICK if self.waiting else TICK)
         except Stop:
             if self.phase not in st.FINISHED:  # a SIGTERM while tearing a finished job down
                 self.fail(status.REASON_SUPERVISOR_ERROR, "the local supervisor was terminated")
@@ -383,7 +432,9 @@ def _on_term(_signum: int, _frame: object) -> None:
     raise Stop
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, share: capacity.Share | None = None) -> int:
+    """The supervisor of one job (``share``: its share of this machine, when the queue took it:
+    :mod:`trainjob.local.job.queueing`)."""
     parser = argparse.ArgumentParser(prog="python -m trainjob.local.job.supervisor")
     parser.add_argument("--home", required=True)
     parser.add_argument("--namespace", required=True)
@@ -392,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_term)
     ptree.become_subreaper()
-    sup = Supervisor(Path(args.home), args.namespace, args.name, args.uid)
+    sup = Supervisor(Path(args.home), args.namespace, args.name, args.uid, share)
     try:
         sup.run()
     except SystemExit:
