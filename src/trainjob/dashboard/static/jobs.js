@@ -1,6 +1,8 @@
 // The Jobs page: every job's row, kept live by /api/jobs/stream (rows that change are replaced
 // in place; nothing reloads), with filters by namespace, phase and runtime kept in the URL; above
 // them the sweeps (OptimizationJobs, /api/sweeps), each linking to its page, when there are any.
+// Only the newest PAGE rows that pass the filters are drawn, and "Show older" draws PAGE more:
+// a browser takes seconds to lay out a thousand rows, and the page redraws as jobs change.
 "use strict";
 
 (() => {
@@ -10,7 +12,8 @@
   const params = new URLSearchParams(location.search);
   const filters = { namespace: params.get("namespace") || "", phase: params.get("phase") || "", runtime: params.get("runtime") || "", q: params.get("q") || "" };
   const PHASES = ["Created", "Running", "Suspended", "Complete", "Failed"];
-  let tbody, count, selects = {};
+  const PAGE = 200;
+  let tbody, count, older, limit = PAGE, selects = {};
 
   const key = (r) => r.namespace + "/" + r.name;
   // A reported value as the table shows it: 4 significant digits when it is a number.
@@ -41,19 +44,36 @@
   function put(r) {
     const k = key(r);
     rows.set(k, r);
-    const tr = h("tr", { "data-key": k, "data-phase": r.phase }, cells(r));
-    tr.hidden = !shown(r);
-    const old = trs.get(k);
-    if (old) old.replaceWith(tr);
-    else tbody.append(tr);
-    trs.set(k, tr);
+    trs.delete(k); // drawn again by draw()
   }
 
   function drop(k) {
     rows.delete(k);
-    const tr = trs.get(k);
-    if (tr) tr.remove();
     trs.delete(k);
+  }
+
+  // The rows that pass the filters, oldest first as listed; the newest `limit` of them drawn
+  // (each <tr> made once per change of its row).
+  function draw() {
+    const passing = [...rows.values()].filter(shown);
+    const page = passing.slice(Math.max(0, passing.length - limit));
+    const drawn = new Set();
+    const out = page.map((r) => {
+      const k = key(r);
+      drawn.add(k);
+      let tr = trs.get(k);
+      if (!tr) {
+        tr = h("tr", { "data-key": k, "data-phase": r.phase }, cells(r));
+        trs.set(k, tr);
+      }
+      return tr;
+    });
+    for (const k of [...trs.keys()]) if (!drawn.has(k)) trs.delete(k);
+    TJ.fill(tbody, ...out);
+    const rest = passing.length - page.length;
+    older.hidden = rest === 0;
+    older.textContent = "Show " + Math.min(PAGE, rest) + " older (" + rest + " not shown)";
+    count.textContent = passing.length + " of " + rows.size + " jobs" + (rest ? ", the newest " + page.length + " shown" : "");
   }
 
   function options(sel, values, current) {
@@ -69,9 +89,7 @@
     if (filters.runtime) rt.add(filters.runtime);
     options(selects.namespace, ns, filters.namespace);
     options(selects.runtime, rt, filters.runtime);
-    let visible = 0;
-    for (const [k, tr] of trs) { tr.hidden = !shown(rows.get(k)); if (!tr.hidden) visible++; }
-    count.textContent = visible + " of " + rows.size + " jobs";
+    draw();
   }
 
   function setFilter(name, value) {
@@ -94,6 +112,7 @@
     count = h("span", { class: "muted", id: "count" });
     const search = h("input", { type: "search", id: "filter-q", placeholder: "name contains…", value: filters.q, oninput: (e) => setFilter("q", e.target.value) });
     tbody = h("tbody", { id: "jobs" });
+    older = h("button", { class: "link", id: "older", hidden: true, onclick: () => { limit += PAGE; draw(); } });
     TJ.fill(main, 
       h("section", { class: "sweeps", id: "sweeps-section", hidden: true },
         h("h2", {}, "Sweeps"),
@@ -102,6 +121,7 @@
           h("tbody", { id: "sweeps" }))),
       h("h1", {}, "Jobs"),
       h("div", { class: "filters" }, sel("namespace", "Namespace"), phase, sel("runtime", "Runtime"), search, count),
+      h("p", { class: "older" }, older),
       h("table", { class: "jobs" },
         h("thead", {}, h("tr", {}, ["Namespace", "Name", "Runtime", "Phase", "Progress", "ETA", "Loss", "Nodes", "Restarts", "Age"].map((x) => h("th", {}, x)))),
         tbody),
