@@ -18,6 +18,7 @@ import trainjob
 from trainjob.api import validation
 from trainjob.api.load import load_file
 from trainjob.cli import invalid_message, main
+from trainjob.cli.plan import PLAN_HELP
 from trainjob.errors import FieldError, InvalidError
 from trainjob.runtime import compile
 from trainjob.runtime.plan import Plan
@@ -375,3 +376,23 @@ def test_invalid_errors_print_as_kubectl_prints_an_invalid_status(
     err: InvalidError, want: str
 ) -> None:
     assert invalid_message(err) == want
+
+
+def test_the_pages_that_name_the_runtime_image_and_the_torch_pin_say_what_the_code_has() -> None:
+    """``plan`` shows the built-in runtime's image (upstream's torch); docs/local-backend.md says
+    why that is not the torch a local job runs, naming both: both names must stay the real ones."""
+    import re
+    import tomllib
+
+    repo = ROOT
+    manifest = (repo / "manifests" / "runtimes" / "torch-distributed.yaml").read_text()
+    image = re.search(r"image: (pytorch/pytorch:\S+)", manifest)
+    assert image is not None
+    extras = tomllib.loads((repo / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    pin = next(d for d in extras["torch"] if d.startswith("torch==")).removeprefix("torch==")
+    page = (repo / "docs" / "local-backend.md").read_text()
+    assert f"`{image.group(1)}`" in page
+    assert f"`trainjob[torch]` pins {pin}" in page
+    assert image.group(1).split(":")[1].split("-")[0] in PLAN_HELP

@@ -73,6 +73,9 @@ PLAN_HELP = (
     "A TrainJob's runtime comes from the files given, else from the built-in set "
     "(trainjob get runtimes). Invalid input: one line per problem on stderr, exit code 1, "
     "nothing on stdout.\n\n"
+    "Images are the runtime's, as a cluster pulls them (the built-in torch-distributed: "
+    "upstream's pytorch/pytorch:2.13.0 image); the local backend runs this environment's "
+    "Python and torch instead, the container backend the image.\n\n"
     "Examples: trainjob plan -f job.yaml;  trainjob plan -f job.yaml -f runtime.yaml -o json"
 )
 
